@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/adapters/httpapi
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/adapters/ledgerpg
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/adapters/ledgersqlite
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/adapters/vikunja
+
+go 1.26

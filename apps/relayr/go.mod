@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/apps/relayr
+
+go 1.26

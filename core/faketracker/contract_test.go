@@ -1,0 +1,31 @@
+package faketracker_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/tracker/trackertest"
+)
+
+func TestContract(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		flavour faketracker.Flavour
+	}{{"FakeLikePlane", faketracker.LikePlane}, {"FakeLikeVikunja", faketracker.LikeVikunja}} {
+		t.Run(c.name, func(t *testing.T) {
+			trackertest.Run(t, func(t *testing.T) trackertest.Harness {
+				clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+				f := faketracker.New(c.flavour, faketracker.WithClock(clk))
+				return trackertest.Harness{
+					Tracker: f,
+					Person:  f.Person(),
+					Wait:    clk.Advance,
+					Webhook: func(_, secret string) (http.Header, []byte) { return f.Delivery(secret) },
+				}
+			})
+		})
+	}
+}

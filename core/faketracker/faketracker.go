@@ -1,0 +1,618 @@
+// Package faketracker is an in-memory Tracker for tests: safe for concurrent
+// use, with faults on demand (fail the next calls of a method, hang until the
+// caller gives up, create an item and then fail as a process would that died
+// before recording), a count of every call by method, and two flavours: like
+// Vikunja (Find is a text search, Holds folds the five states into todo and
+// done, time to the second) or like Plane (Find is an external-id lookup that
+// also finds archived items, Create answers "exists" with the existing id).
+package faketracker
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// Flavour is the tracker the fake behaves like.
+type Flavour int
+
+// The two flavours.
+const (
+	// LikePlane: Find is an external-id lookup (archived items found),
+	// Create answers *tracker.ExistsError for a key already filed, every
+	// state is held, times keep their nanoseconds.
+	LikePlane Flavour = iota
+	// LikeVikunja: Find is a text search of the marker (archived items not
+	// found), Create files whatever it is asked to, Holds folds backlog and
+	// started into todo and cancelled into done, times are to the second.
+	LikeVikunja
+)
+
+// Methods of the port, as Calls and the fault injectors name them.
+const (
+	MethodFind     = "Find"
+	MethodCreate   = "Create"
+	MethodItem     = "Item"
+	MethodUpdate   = "Update"
+	MethodComment  = "Comment"
+	MethodItems    = "Items"
+	MethodComments = "Comments"
+)
+
+// SignatureHeader carries the fake's webhook signature: lowercase hex of
+// HMAC-SHA256 over the raw body.
+const SignatureHeader = "X-Fake-Signature"
+
+// PageSize is how many items one Items page holds.
+const PageSize = 50
+
+type item struct {
+	tracker.Item
+	key      string
+	deleted  bool
+	comments []tracker.Comment
+}
+
+type fault struct {
+	n     int
+	err   error // nil with hang
+	hang  bool
+	crash bool // Create only: make the item, then fail
+}
+
+// Tracker is the fake. Its zero value is not usable; call New.
+type Tracker struct {
+	flavour Flavour
+	project string
+	ident   string
+	clock   clock.Clock
+
+	mu       sync.Mutex
+	items    map[string]*item
+	order    []string // ids in creation order
+	next     int
+	comments int
+	calls    map[string]int
+	faults   map[string][]*fault
+	created  int // items created, duplicates included
+}
+
+var _ tracker.Tracker = (*Tracker)(nil)
+
+// Option sets up a fake.
+type Option func(*Tracker)
+
+// WithClock makes the fake stamp updated_at from c (the system clock by
+// default).
+func WithClock(c clock.Clock) Option { return func(t *Tracker) { t.clock = c } }
+
+// WithProject names the fake's project (default "proj") and identifier
+// (default "FAKE").
+func WithProject(project, identifier string) Option {
+	return func(t *Tracker) { t.project, t.ident = project, identifier }
+}
+
+// New returns an empty fake of the given flavour.
+func New(f Flavour, opts ...Option) *Tracker {
+	t := &Tracker{
+		flavour: f, project: "proj", ident: "FAKE", clock: clock.System{},
+		items: map[string]*item{}, calls: map[string]int{}, faults: map[string][]*fault{},
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// FailNext makes the next n calls of method fail with err.
+func (t *Tracker) FailNext(method string, n int, err error) {
+	t.addFault(method, &fault{n: n, err: err})
+}
+
+// HangNext makes the next n calls of method hang until their context ends.
+func (t *Tracker) HangNext(method string, n int) {
+	t.addFault(method, &fault{n: n, hang: true})
+}
+
+// CrashAfterCreate makes the next n Creates file the item and then fail with
+// ErrUnavailable, as a process would that died before recording.
+func (t *Tracker) CrashAfterCreate(n int) {
+	t.addFault(MethodCreate, &fault{n: n, crash: true})
+}
+
+func (t *Tracker) addFault(method string, f *fault) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.faults[method] = append(t.faults[method], f)
+}
+
+// Calls answers how many times method was called.
+func (t *Tracker) Calls(method string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls[method]
+}
+
+// TotalCalls answers how many calls the fake took, every method together.
+func (t *Tracker) TotalCalls() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.calls {
+		n += c
+	}
+	return n
+}
+
+// ResetCalls zeroes the call counts.
+func (t *Tracker) ResetCalls() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls = map[string]int{}
+}
+
+// enter counts a call and applies its pending fault. It answers whether the
+// call is a create that must crash after filing.
+func (t *Tracker) enter(ctx context.Context, method string) (crash bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("%w: %w", tracker.ErrUnavailable, err)
+	}
+	t.mu.Lock()
+	t.calls[method]++
+	var f *fault
+	if q := t.faults[method]; len(q) > 0 {
+		f = q[0]
+		f.n--
+		if f.n <= 0 {
+			t.faults[method] = q[1:]
+		}
+	}
+	t.mu.Unlock()
+	switch {
+	case f == nil:
+		return false, nil
+	case f.hang:
+		<-ctx.Done()
+		return false, fmt.Errorf("%w: %w", tracker.ErrUnavailable, ctx.Err())
+	case f.crash:
+		return true, nil
+	default:
+		return false, f.err
+	}
+}
+
+func (t *Tracker) now() time.Time {
+	n := t.clock.Now().UTC()
+	if t.flavour == LikeVikunja {
+		n = n.Truncate(time.Second)
+	}
+	return n
+}
+
+// Project implements tracker.Tracker.
+func (t *Tracker) Project() string { return t.project }
+
+// Holds implements tracker.Tracker.
+func (t *Tracker) Holds(s tracker.State) tracker.State {
+	if t.flavour == LikePlane {
+		return s
+	}
+	switch s {
+	case tracker.Done, tracker.Cancelled:
+		return tracker.Done
+	default:
+		return tracker.Todo
+	}
+}
+
+// Link implements tracker.Tracker.
+func (t *Tracker) Link(ref tracker.ItemRef) string {
+	return "https://fake.example/" + t.project + "/" + ref.Name
+}
+
+func (t *Tracker) find(key string) *item {
+	for _, id := range t.order {
+		it := t.items[id]
+		if it.deleted || it.key != key {
+			continue
+		}
+		if t.flavour == LikeVikunja && it.Archived {
+			continue
+		}
+		return it
+	}
+	return nil
+}
+
+// Find implements tracker.Tracker.
+func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
+	if _, err := t.enter(ctx, MethodFind); err != nil {
+		return tracker.Item{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if it := t.find(key); it != nil {
+		return t.copyOf(it), nil
+	}
+	return tracker.Item{}, fmt.Errorf("%w: no item under key %q", tracker.ErrNotFound, key)
+}
+
+// Create implements tracker.Tracker.
+func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
+	crash, err := t.enter(ctx, MethodCreate)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	if err := tracker.ValidateDraft(d); err != nil {
+		return tracker.Item{}, fmt.Errorf("%w: %w", tracker.ErrRefused, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.flavour == LikePlane {
+		if it := t.find(key); it != nil {
+			return tracker.Item{}, &tracker.ExistsError{ID: it.Ref.ID}
+		}
+	}
+	t.next++
+	t.created++
+	id := fmt.Sprintf("it-%06d", t.next)
+	state := d.State
+	if state == "" {
+		state = tracker.Backlog
+	}
+	it := &item{key: key, Item: tracker.Item{
+		Ref:         tracker.ItemRef{ID: id, Number: int64(t.next), Name: t.ident + "-" + strconv.Itoa(t.next), Key: key},
+		Title:       d.Title,
+		Description: d.Description,
+		State:       t.Holds(state),
+		Labels:      slices.Clone(d.Labels),
+		UpdatedAt:   t.now(),
+	}}
+	if t.flavour == LikeVikunja {
+		it.Labels = nil // Vikunja labels a task after it makes it
+	}
+	it.Ref.Link = t.Link(it.Ref)
+	t.items[id] = it
+	t.order = append(t.order, id)
+	if crash {
+		return tracker.Item{}, fmt.Errorf("%w: connection dropped after the create", tracker.ErrUnavailable)
+	}
+	out := t.copyOf(it)
+	if t.flavour == LikeVikunja && len(d.Labels) > 0 {
+		// The adapter adds labels after the create.
+		t.items[id].Labels = slices.Clone(d.Labels)
+		out.Labels = slices.Clone(d.Labels)
+	}
+	return out, nil
+}
+
+func (t *Tracker) live(id string) (*item, error) {
+	it, ok := t.items[id]
+	if !ok || it.deleted {
+		return nil, fmt.Errorf("%w: item %s", tracker.ErrNotFound, id)
+	}
+	return it, nil
+}
+
+// Item implements tracker.Tracker.
+func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
+	if _, err := t.enter(ctx, MethodItem); err != nil {
+		return tracker.Item{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	if it.Archived && t.flavour == LikePlane {
+		return tracker.Item{}, fmt.Errorf("%w: item %s is archived", tracker.ErrNotFound, id)
+	}
+	return t.copyOf(it), nil
+}
+
+// Update implements tracker.Tracker.
+func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
+	if _, err := t.enter(ctx, MethodUpdate); err != nil {
+		return tracker.Item{}, err
+	}
+	if err := tracker.ValidatePatch(p); err != nil {
+		return tracker.Item{}, fmt.Errorf("%w: %w", tracker.ErrRefused, err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	t.apply(it, p, "relayr")
+	return t.copyOf(it), nil
+}
+
+func (t *Tracker) apply(it *item, p tracker.Patch, by string) {
+	if p.Title != nil {
+		it.Title = *p.Title
+	}
+	if p.Description != nil {
+		it.Description = *p.Description
+	}
+	if p.State != nil {
+		it.State = t.Holds(*p.State)
+	}
+	if p.Labels != nil {
+		it.Labels = slices.Clone(*p.Labels)
+	}
+	it.UpdatedBy = by
+	it.UpdatedAt = t.now()
+}
+
+// Comment implements tracker.Tracker.
+func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	if _, err := t.enter(ctx, MethodComment); err != nil {
+		return tracker.Comment{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return tracker.Comment{}, err
+	}
+	return t.addComment(it, key, body, "relayr"), nil
+}
+
+func (t *Tracker) addComment(it *item, key, body, author string) tracker.Comment {
+	t.comments++
+	c := tracker.Comment{
+		ID: fmt.Sprintf("c-%06d", t.comments), ItemID: it.Ref.ID, Body: body,
+		Author: author, Key: key, CreatedAt: t.now(),
+	}
+	it.comments = append(it.comments, c)
+	it.UpdatedAt = c.CreatedAt
+	return c
+}
+
+// Items implements tracker.Tracker: the live, unarchived items updated at or
+// after q.Since, ordered by (UpdatedAt, ID), PageSize a page.
+func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+	if _, err := t.enter(ctx, MethodItems); err != nil {
+		return tracker.Page{}, err
+	}
+	offset := 0
+	if q.Page != "" {
+		n, err := strconv.Atoi(q.Page)
+		if err != nil || n < 0 {
+			return tracker.Page{}, fmt.Errorf("%w: bad page token %q", tracker.ErrRefused, q.Page)
+		}
+		offset = n
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var all []tracker.Item
+	for _, id := range t.order {
+		it := t.items[id]
+		if it.deleted || it.Archived || it.UpdatedAt.Before(q.Since) {
+			continue
+		}
+		all = append(all, t.copyOf(it))
+	}
+	sort.Slice(all, func(i, j int) bool { return tracker.Of(all[i]).Before(tracker.Of(all[j])) })
+	if offset > len(all) {
+		offset = len(all)
+	}
+	end := min(offset+PageSize, len(all))
+	p := tracker.Page{Items: all[offset:end]}
+	if end < len(all) {
+		p.Next = strconv.Itoa(end)
+	}
+	return p, nil
+}
+
+// Comments implements tracker.Tracker.
+func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
+	if _, err := t.enter(ctx, MethodComments); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []tracker.Comment
+	for _, c := range it.comments {
+		if !c.CreatedAt.Before(since) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Nudge implements tracker.Tracker: the body is {"project": "<name>"}, signed
+// in SignatureHeader.
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string, error) {
+	if !hmac.Equal([]byte(header.Get(SignatureHeader)), []byte(Sign(secret, body))) {
+		return "", fmt.Errorf("%w: bad signature", tracker.ErrUnauthorized)
+	}
+	var b struct {
+		Project string `json:"project"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil || b.Project == "" {
+		return "", fmt.Errorf("%w: a delivery that names no project", tracker.ErrRefused)
+	}
+	return b.Project, nil
+}
+
+// Sign signs a webhook body as the fake's deliveries are signed.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Delivery is a webhook delivery about the fake's project, signed with secret.
+func (t *Tracker) Delivery(secret string) (http.Header, []byte) {
+	body, _ := json.Marshal(map[string]string{"project": t.project})
+	h := http.Header{}
+	h.Set(SignatureHeader, Sign(secret, body))
+	return h, body
+}
+
+func (t *Tracker) copyOf(it *item) tracker.Item {
+	c := it.Item
+	c.Labels = slices.Clone(it.Labels)
+	return c
+}
+
+// The person's side: what people do in the tracker, outside relayr.
+
+// Retitle changes an item's title as a person would.
+func (t *Tracker) Retitle(_ context.Context, id, title string) error {
+	return t.Edit(id, tracker.Patch{Title: &title})
+}
+
+// SetState changes an item's state as a person would.
+func (t *Tracker) SetState(id string, s tracker.State) error {
+	return t.Edit(id, tracker.Patch{State: &s})
+}
+
+// Edit applies a patch as a person would (UpdatedBy "person").
+func (t *Tracker) Edit(id string, p tracker.Patch) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	t.apply(it, p, "person")
+	return nil
+}
+
+// Comment as a person: PersonComment posts a comment with no key.
+func (t *Tracker) PersonComment(_ context.Context, id, body string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	t.addComment(it, "", body, "person")
+	return nil
+}
+
+// Delete deletes an item as a person would; it is gone from every read.
+func (t *Tracker) Delete(_ context.Context, id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	it.deleted = true
+	return nil
+}
+
+// Archive archives an item: no longer listed, still found by the Plane
+// flavour's lookup.
+func (t *Tracker) Archive(id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	it.Archived = true
+	return nil
+}
+
+// Person is the fake's person, for the contract suite.
+func (t *Tracker) Person() Person { return Person{t} }
+
+// Person acts in the fake as a person would.
+type Person struct{ t *Tracker }
+
+// Retitle changes a title.
+func (p Person) Retitle(ctx context.Context, id, title string) error {
+	return p.t.Retitle(ctx, id, title)
+}
+
+// Comment posts a person's comment.
+func (p Person) Comment(ctx context.Context, id, body string) error {
+	return p.t.PersonComment(ctx, id, body)
+}
+
+// Delete deletes an item.
+func (p Person) Delete(ctx context.Context, id string) error { return p.t.Delete(ctx, id) }
+
+// Filed answers, per key, how many live items carry it (duplicates show as
+// more than one), and how many creates landed in all.
+func (t *Tracker) Filed() (perKey map[string]int, created int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	perKey = map[string]int{}
+	for _, it := range t.items {
+		if !it.deleted {
+			perKey[it.key]++
+		}
+	}
+	return perKey, t.created
+}
+
+// ItemsByKey answers the live items filed under key.
+func (t *Tracker) ItemsByKey(key string) []tracker.Item {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []tracker.Item
+	for _, id := range t.order {
+		if it := t.items[id]; !it.deleted && it.key == key {
+			out = append(out, t.copyOf(it))
+		}
+	}
+	return out
+}
+
+// Connector connects every workspace to one fake.
+type Connector struct {
+	Fake *Tracker
+	// KindName is Kind's answer ("fake" by default).
+	KindName string
+	// Connects counts Connect calls.
+	mu       sync.Mutex
+	connects int
+}
+
+var _ tracker.Connector = (*Connector)(nil)
+
+// Kind implements tracker.Connector.
+func (c *Connector) Kind() string {
+	if c.KindName == "" {
+		return "fake"
+	}
+	return c.KindName
+}
+
+// Connect implements tracker.Connector.
+func (c *Connector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.connects++
+	return c.Fake, nil
+}
+
+// Connects answers how many times Connect was called.
+func (c *Connector) Connects() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connects
+}

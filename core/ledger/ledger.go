@@ -1,0 +1,378 @@
+// Package ledger is relayr's memory: the port every guarantee rests on.
+//
+// The ledger keeps the claims and records of the keys relayr files under
+// (relayr_tracker_items, ADR-0033), the snapshots the tracker followers diff
+// against (relayr_tracker_snapshots, ADR-0036), the followers' cursors and
+// leases (relayr_tracker_followers, relayr_followers, ADR-0015), their dead
+// letters (relayr_tracker_dead_letters, relayr_dead_letters), and relayr's
+// writes to each item, which the loop cap counts.
+//
+// Every mutable row (a claim, a lease) carries a nonce, and every change
+// writes a new one; a change conditioned on a nonce its caller no longer
+// holds does nothing and says so (Ratus: optimistic concurrency through a
+// nonce). Every method takes the tenant; only Followed reads across tenants.
+//
+// Times are the caller's: every method that decides by time takes "now"
+// from the caller's clock, so a fake clock drives every store alike.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// Kind tells items from comments in the claims table (ADR-0033: comments are
+// claimed in the same table, as kind = 'comment').
+type Kind string
+
+// The two kinds of claim.
+const (
+	KindItem    Kind = "item"
+	KindComment Kind = "comment"
+)
+
+// Key names one claim row: tenant, workspace, kind and key.
+type Key struct {
+	Tenant    string
+	Workspace string
+	Kind      Kind
+	Key       string
+}
+
+// Claim is one row of relayr_tracker_items.
+type Claim struct {
+	Key
+	// Nonce changes with every change to the row; a caller acts on the row
+	// only while it holds the current nonce.
+	Nonce string
+	// ClaimedAt is when the current claimer took the claim.
+	ClaimedAt time.Time
+	// Correlation is the first claimer's correlation id, kept for the row's
+	// life (ADR-0033).
+	Correlation string
+	// Recorded is true once the claimer recorded what it made; Ref is then
+	// the item (or, for a comment, Ref.ID is the comment's id and Ref.Key
+	// the item's id).
+	Recorded   bool
+	Ref        tracker.ItemRef
+	RecordedAt time.Time
+	// Deleted marks a key whose item was deleted: it files nothing again.
+	Deleted bool
+	// Values are the values relayr last set on the item, by field, as the
+	// tracker holds them, in canonical JSON. The follower drops a read-back
+	// field holding its recorded value as an echo, and consumes the value.
+	Values map[string]string
+}
+
+// Outcome says what Claim found.
+type Outcome int
+
+// What a claim attempt can find.
+const (
+	// Fresh: the key was new; the caller holds the claim and no attempt
+	// made anything under it before.
+	Fresh Outcome = iota + 1
+	// Retaken: an earlier claim lapsed with nothing recorded; the caller
+	// holds the claim now, and the earlier attempt may have made the item.
+	Retaken
+	// Recorded: the key's item is recorded; the caller holds nothing.
+	Recorded
+	// Deleted: the key's item was deleted; the caller holds nothing.
+	Deleted
+	// Held: another attempt holds a fresh claim; the caller holds nothing.
+	Held
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Fresh:
+		return "fresh"
+	case Retaken:
+		return "retaken"
+	case Recorded:
+		return "recorded"
+	case Deleted:
+		return "deleted"
+	case Held:
+		return "held"
+	}
+	return "unknown"
+}
+
+// ClaimParams asks for a claim on a key.
+type ClaimParams struct {
+	Key
+	Correlation string
+	Now         time.Time
+	// RetakeAfter is how old an unrecorded claim must be to be taken again
+	// (ADR-0033: 30 s).
+	RetakeAfter time.Duration
+}
+
+// RecordParams records what a claim made.
+type RecordParams struct {
+	Key
+	Nonce string
+	Ref   tracker.ItemRef
+	Now   time.Time
+}
+
+// SnapshotRow is one item's snapshot (relayr_tracker_snapshots), keyed by the
+// tracker's id for the item.
+type SnapshotRow struct {
+	Tenant    string
+	Workspace string
+	ItemID    string
+	// Item is the item as last read, as JSON the follower wrote.
+	Item []byte
+	// UpdatedAt is the item's updated_at when read.
+	UpdatedAt time.Time
+	// CommentsUntil is the creation time of the newest comment seen.
+	CommentsUntil time.Time
+}
+
+// FollowerKind tells the two kinds of follower apart.
+type FollowerKind string
+
+// The two kinds of follower.
+const (
+	// TrackerFollower reads a bound tracker project (relayr_tracker_followers).
+	TrackerFollower FollowerKind = "tracker"
+	// LogFollower reads a workspace's event log (relayr_followers).
+	LogFollower FollowerKind = "log"
+)
+
+// Follower names one follower: its kind, tenant, workspace and name (the
+// tracker kind for a tracker follower, the subscription for a log follower).
+type Follower struct {
+	Kind      FollowerKind
+	Tenant    string
+	Workspace string
+	Name      string
+}
+
+// Lease is a follower's lease as its holder sees it.
+type Lease struct {
+	Follower
+	Holder  string
+	Nonce   string
+	Expires time.Time
+}
+
+// LeaseParams takes or renews a lease.
+type LeaseParams struct {
+	Follower
+	Holder string
+	// Nonce is the holder's current nonce when renewing, "" when taking.
+	Nonce string
+	Now   time.Time
+	TTL   time.Duration
+}
+
+// Cursor is where a follower is. A tracker follower's position is
+// (UpdatedAt, ItemID); a log follower's is Seq. Seeded and SweptAt belong to
+// tracker followers: whether the binding's first read is done, and when the
+// last full sweep ran.
+type Cursor struct {
+	UpdatedAt time.Time
+	ItemID    string
+	Seq       int64
+	Seeded    bool
+	SweptAt   time.Time
+}
+
+// DeadLetter is an event a follower could not bridge, kept once per id.
+type DeadLetter struct {
+	Follower
+	// ID is the event id (tracker dead letters) or the sequence number as
+	// text (log dead letters), which keeps a dead letter once.
+	ID     string
+	Seq    int64
+	Event  []byte
+	Reason string
+	At     time.Time
+}
+
+// WriteParams counts one relayr write to an item against the loop cap.
+type WriteParams struct {
+	Tenant    string
+	Workspace string
+	ItemID    string
+	Now       time.Time
+	// Window and Limit are the cap: at most Limit writes in any Window
+	// (ADR-0036: 20 an hour).
+	Window time.Duration
+	Limit  int
+}
+
+// Errors the ledger answers, matched with errors.Is.
+var (
+	// ErrNonce: the caller no longer holds the row's nonce (its claim was
+	// retaken, its lease taken); nothing was changed.
+	ErrNonce = errors.New("ledger: nonce no longer held")
+	// ErrLeaseHeld: another holder has the lease and it has not lapsed.
+	ErrLeaseHeld = errors.New("ledger: lease held by another")
+	// ErrNotFound: no such row.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrLoop: the item already took the cap's writes within the window.
+	ErrLoop = errors.New("ledger: write cap reached")
+	// ErrInvalid: a value the store can't keep (a NUL byte, an empty tenant).
+	ErrInvalid = errors.New("ledger: invalid value")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("ledger: closed")
+	// ErrUnavailable: the store didn't answer (a dropped connection); the
+	// call may be retried.
+	ErrUnavailable = errors.New("ledger: unavailable")
+)
+
+// Claims is the claims part of the ledger (relayr_tracker_items).
+type Claims interface {
+	// Claim takes a new key, or one claimed more than RetakeAfter ago that
+	// never recorded what it made. It returns the row as it stands and what
+	// it found: for Fresh and Retaken the caller holds the row's Nonce; for
+	// Recorded, Deleted and Held it holds nothing. A Held outcome is not an
+	// error here; the domain turns it into tracker_claimed.
+	Claim(ctx context.Context, p ClaimParams) (Claim, Outcome, error)
+	// Record records what the claim made and keeps the first record: on a
+	// recorded row it changes nothing and returns the row. On an
+	// unrecorded row whose nonce the caller no longer holds, or on a key
+	// with no row (its claim was released), it fails with ErrNonce.
+	Record(ctx context.Context, p RecordParams) (Claim, error)
+	// Release gives up an unrecorded claim the caller holds, so the key can
+	// be claimed again at once: the row goes, and the next claim is Fresh.
+	// On a nonce no longer held (or no row) it fails with ErrNonce; on a
+	// recorded or deleted row it does nothing.
+	Release(ctx context.Context, k Key, nonce string) error
+	// MarkDeleted marks the key's item deleted; Claim answers Deleted from
+	// then on. A key with no row gets one, marked.
+	MarkDeleted(ctx context.Context, k Key) error
+	// Lookup reads a key's row: ErrNotFound when there is none.
+	Lookup(ctx context.Context, k Key) (Claim, error)
+	// LookupItem finds the item row recorded for the tracker's item id in a
+	// workspace: ErrNotFound when relayr filed no such item.
+	LookupItem(ctx context.Context, tenant, workspace, itemID string) (Claim, error)
+	// SetValues records values on the key's row, field by field, before
+	// they are sent, and returns the values those fields held before (a
+	// field absent before is absent from the answer). It, RestoreValues and
+	// ConsumeValues fail with ErrNotFound on a key with no row.
+	SetValues(ctx context.Context, k Key, values map[string]string) (previous map[string]string, err error)
+	// RestoreValues puts back the fields' earlier values after a refused
+	// edit: a field in fields absent from previous is cleared.
+	RestoreValues(ctx context.Context, k Key, fields []string, previous map[string]string) error
+	// ConsumeValues clears the given fields' recorded values on the key's
+	// row (the follower read them back as echoes).
+	ConsumeValues(ctx context.Context, k Key, fields []string) error
+	// CountWrite counts a write to an item if fewer than Limit were counted
+	// within Window before Now (a write at w counts while Now-w < Window),
+	// and answers how many are counted with it;
+	// at the cap it counts nothing and fails with ErrLoop. It is atomic
+	// across replicas.
+	CountWrite(ctx context.Context, p WriteParams) (int, error)
+	// ForgetWrites drops an item's counted writes (an item the sweep
+	// removed forgets its writes, ADR-0036).
+	ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error
+}
+
+// Snapshots is the tracker followers' memory of each item.
+type Snapshots interface {
+	// Snapshot reads one item's snapshot: ErrNotFound when there is none.
+	Snapshot(ctx context.Context, tenant, workspace, itemID string) (SnapshotRow, error)
+	// SaveSnapshots writes snapshots, replacing earlier ones, atomically.
+	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
+	// DeleteSnapshot forgets an item's snapshot (a removed item).
+	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error
+	// SnapshotIDs lists the ids of every snapshot in a workspace, in byte
+	// order, calling fn for each; fn returning false stops the walk. fn may
+	// call the ledger.
+	SnapshotIDs(ctx context.Context, tenant, workspace string, fn func(itemID string) bool) error
+}
+
+// Followers keeps both kinds of follower's lease, cursor and dead letters.
+type Followers interface {
+	// TakeLease takes a follower's lease for Holder when nobody holds it or
+	// its lease lapsed (Now at or past Expires); otherwise it fails with
+	// ErrLeaseHeld, even for the same Holder, who renews with its nonce
+	// instead. The answer carries the nonce the holder renews with.
+	TakeLease(ctx context.Context, p LeaseParams) (Lease, error)
+	// RenewLease extends the lease of the holder of p.Nonce to Now+TTL and
+	// answers a new nonce; a holder whose lease was taken or released
+	// (another nonce, or none) fails with ErrNonce. A lapsed lease nobody
+	// took is renewed.
+	RenewLease(ctx context.Context, p LeaseParams) (Lease, error)
+	// ReleaseLease gives the lease up at once if nonce still holds it;
+	// otherwise it changes nothing and fails with ErrNonce.
+	ReleaseLease(ctx context.Context, f Follower, nonce string) error
+	// Cursor reads a follower's cursor; a follower never saved reads as the
+	// zero Cursor.
+	Cursor(ctx context.Context, f Follower) (Cursor, error)
+	// SaveCursor moves a follower's cursor forward: a position before the
+	// saved one is ignored (Seeded and SweptAt only move forward too).
+	SaveCursor(ctx context.Context, f Follower, c Cursor) error
+	// DeadLetter keeps an event once per id; a second call with the same id
+	// changes nothing and answers false.
+	DeadLetter(ctx context.Context, d DeadLetter) (added bool, err error)
+	// DeadLetters lists a follower's dead letters, oldest first (by At,
+	// then by when they were kept).
+	DeadLetters(ctx context.Context, f Follower) ([]DeadLetter, error)
+	// Followed lists every log follower with a row (a lease or a cursor
+	// ever saved), across tenants (the one read across tenants, ADR-0015),
+	// so the followers resume at start-up; ordered by tenant, workspace and
+	// name.
+	Followed(ctx context.Context) ([]Follower, error)
+}
+
+// Ledger is the whole port. Implementations are safe for concurrent use and
+// honour ctx: a cancelled context fails the call with an error wrapping
+// ctx.Err() and changes nothing.
+type Ledger interface {
+	Claims
+	Snapshots
+	Followers
+	// Ping reports whether the store answers and its schema is current.
+	Ping(ctx context.Context) error
+}
+
+// CheckText refuses what no store can keep alike: a NUL byte or text that is
+// not UTF-8 (PostgreSQL's text refuses both). Every store checks every string
+// it is given with it and answers an error wrapping ErrInvalid.
+func CheckText(values ...string) error {
+	for _, v := range values {
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: %q holds a NUL byte", ErrInvalid, v)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: %q is not UTF-8", ErrInvalid, v)
+		}
+	}
+	return nil
+}
+
+// CheckKey refuses a key every store refuses: an empty tenant, workspace or
+// key, an unknown kind, or text CheckText refuses.
+func CheckKey(k Key) error {
+	if k.Tenant == "" || k.Workspace == "" || k.Key == "" {
+		return fmt.Errorf("%w: key needs a tenant, a workspace and a key", ErrInvalid)
+	}
+	if k.Kind != KindItem && k.Kind != KindComment {
+		return fmt.Errorf("%w: unknown kind %q", ErrInvalid, k.Kind)
+	}
+	return CheckText(k.Tenant, k.Workspace, k.Key)
+}
+
+// CheckFollower refuses a follower every store refuses: an unknown kind, an
+// empty tenant, workspace or name, or text CheckText refuses.
+func CheckFollower(f Follower) error {
+	if f.Kind != TrackerFollower && f.Kind != LogFollower {
+		return fmt.Errorf("%w: unknown follower kind %q", ErrInvalid, f.Kind)
+	}
+	if f.Tenant == "" || f.Workspace == "" || f.Name == "" {
+		return fmt.Errorf("%w: follower needs a tenant, a workspace and a name", ErrInvalid)
+	}
+	return CheckText(f.Tenant, f.Workspace, f.Name)
+}

@@ -1,0 +1,283 @@
+// Package tracker is relayr's port onto a task tracker (ADR-0033), in relayr's
+// own vocabulary: items filed by key, patched, commented on, and read back.
+//
+// A Tracker is made per workspace by a Connector from the tenant's
+// credentials and the workspace's Source. Every failure an adapter reports is
+// one of the typed errors of this package (RateLimited, Unavailable, NotFound,
+// Refused, Unauthorized, Exists), matched with errors.Is and errors.As, so the
+// domain decides retries and releases without knowing which tracker it talks to.
+package tracker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// State is one of the five states of an item. Trackers hold fewer of them;
+// Holds says what a state reads back as.
+type State string
+
+// The five states (ADR-0033's port).
+const (
+	Backlog   State = "backlog"
+	Todo      State = "todo"
+	Started   State = "started"
+	Done      State = "done"
+	Cancelled State = "cancelled"
+)
+
+// States lists the five states in their natural order.
+var States = []State{Backlog, Todo, Started, Done, Cancelled}
+
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Source names the lattice workspace an adapter files for:
+// "lattice:<tenant>/<workspace>" with the seeds' namespace. It is Plane's
+// external_source and the prefix of Vikunja's marker.
+type Source struct {
+	Namespace string // "lattice" unless configured otherwise
+	Tenant    string
+	Workspace string
+}
+
+// DefaultNamespace is the namespace the seeds file under, kept as the default
+// so items filed by the original are still found.
+const DefaultNamespace = "lattice"
+
+// String renders the source as "<namespace>:<tenant>/<workspace>".
+func (s Source) String() string {
+	ns := s.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	return ns + ":" + s.Tenant + "/" + s.Workspace
+}
+
+// ItemRef is what relayr knows of an item without reading it: the tracker's
+// id, its number in the project, what people call it (OPS-12), its link, and
+// the key relayr filed it under ("" for an item a person filed).
+type ItemRef struct {
+	ID     string `json:"id"`
+	Number int64  `json:"number"`
+	Name   string `json:"name"`
+	Link   string `json:"link"`
+	Key    string `json:"key,omitempty"`
+}
+
+// Item is an item as the tracker holds it. Fields are in the port's
+// vocabulary: State is already folded as the tracker holds it (see Holds).
+type Item struct {
+	Ref         ItemRef   `json:"ref"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	State       State     `json:"state"`
+	Labels      []string  `json:"labels"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// UpdatedBy names the item's last updater as the tracker reports it
+	// ("" when the tracker doesn't say).
+	UpdatedBy string `json:"updated_by,omitempty"`
+	// Archived is true for an item the tracker keeps but no longer lists.
+	Archived bool `json:"archived,omitempty"`
+}
+
+// Fields are the names of the item fields relayr writes and reads back; they
+// name recorded values in the ledger and changes in tracker events.
+const (
+	FieldTitle       = "title"
+	FieldDescription = "description"
+	FieldState       = "state"
+	FieldLabels      = "labels"
+)
+
+// Draft is what a run asks to file.
+type Draft struct {
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	State       State    `json:"state,omitempty"` // "" leaves the project's default
+	Labels      []string `json:"labels,omitempty"`
+}
+
+// Patch changes the fields it names; a nil field is left as it is.
+type Patch struct {
+	Title       *string   `json:"title,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	State       *State    `json:"state,omitempty"`
+	Labels      *[]string `json:"labels,omitempty"`
+}
+
+// Empty reports whether the patch names no field.
+func (p Patch) Empty() bool {
+	return p.Title == nil && p.Description == nil && p.State == nil && p.Labels == nil
+}
+
+// Comment is a comment on an item. Key is the key relayr posted it under, as
+// the adapter reads it back, "" for a person's comment.
+type Comment struct {
+	ID        string    `json:"id"`
+	ItemID    string    `json:"item_id"`
+	Body      string    `json:"body"`
+	Author    string    `json:"author,omitempty"`
+	Key       string    `json:"key,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Cursor is a position in a project's changes: items ordered by
+// (UpdatedAt, ID).
+type Cursor struct {
+	UpdatedAt time.Time `json:"updated_at"`
+	ID        string    `json:"id"`
+}
+
+// Before reports whether c sorts strictly before d.
+func (c Cursor) Before(d Cursor) bool {
+	if !c.UpdatedAt.Equal(d.UpdatedAt) {
+		return c.UpdatedAt.Before(d.UpdatedAt)
+	}
+	return c.ID < d.ID
+}
+
+// Of is the cursor an item sits at.
+func Of(it Item) Cursor { return Cursor{UpdatedAt: it.UpdatedAt, ID: it.Ref.ID} }
+
+// Query asks for the items changed at or after Since, ordered by
+// (UpdatedAt, ID). A zero Since asks for every item of the project (the
+// seeding read and the daily sweep). Page continues an earlier answer.
+type Query struct {
+	Since time.Time
+	Page  string
+}
+
+// Page is one page of Items' answer. Next is "" on the last page.
+type Page struct {
+	Items []Item
+	Next  string
+}
+
+// Tracker is one workspace's view of one tracker project.
+//
+// Every method honours ctx: a cancelled or expired context ends the call with
+// an error that wraps ctx.Err() (and Unavailable, since nothing is known of
+// what the tracker did). Methods are safe for concurrent use.
+type Tracker interface {
+	// Find returns the item filed under key, archived ones included, or an
+	// error matching ErrNotFound when there is none (a deleted item included).
+	Find(ctx context.Context, key string) (Item, error)
+	// Create files a new item under key. A tracker that enforces keys answers
+	// a duplicate with an *ExistsError naming the existing item.
+	Create(ctx context.Context, key string, draft Draft) (Item, error)
+	// Item reads one item by the tracker's id: ErrNotFound when it is gone.
+	// An archived item may read as ErrNotFound (Plane) or as Archived.
+	Item(ctx context.Context, id string) (Item, error)
+	// Update changes only the fields the patch names and never blanks another.
+	Update(ctx context.Context, id string, patch Patch) (Item, error)
+	// Comment posts body on the item, marked with key so Comments reads the
+	// key back.
+	Comment(ctx context.Context, id, key, body string) (Comment, error)
+	// Items lists the items changed at or after q.Since, ordered by
+	// (UpdatedAt, ID). An adapter may return items from before Since (its
+	// time precision, its lookback); none changed at or after it is missed.
+	Items(ctx context.Context, q Query) (Page, error)
+	// Comments lists the item's comments created at or after since, oldest
+	// first, with the key of those relayr posted.
+	Comments(ctx context.Context, id string, since time.Time) ([]Comment, error)
+	// Nudge verifies a webhook delivery (header and raw body) against secret
+	// and says which project it names. A bad signature is ErrUnauthorized.
+	Nudge(secret string, header http.Header, body []byte) (project string, err error)
+	// Link is where a person opens the item. It makes no request.
+	Link(ref ItemRef) string
+	// Holds is the state an item set to s reads back as.
+	Holds(s State) State
+	// Project names the project this tracker files into, as Nudge names it.
+	Project() string
+}
+
+// Credentials is what a tenant's tracker needs: its key (T4) and the secret
+// webhook deliveries are signed with.
+type Credentials struct {
+	Token         string
+	WebhookSecret string
+}
+
+// String hides the secrets so credentials never reach a log.
+func (c Credentials) String() string { return "tracker.Credentials{…}" }
+
+// CredentialStore answers a tenant's credentials for a tracker kind. The
+// domain asks it at most every five minutes and at once after Unauthorized.
+type CredentialStore interface {
+	Credentials(ctx context.Context, tenant, kind string) (Credentials, error)
+}
+
+// StaticCredentials is a CredentialStore answering from a map keyed by
+// "<tenant>/<kind>".
+type StaticCredentials map[string]Credentials
+
+// Credentials implements CredentialStore.
+func (s StaticCredentials) Credentials(_ context.Context, tenant, kind string) (Credentials, error) {
+	c, ok := s[tenant+"/"+kind]
+	if !ok {
+		return Credentials{}, fmt.Errorf("%w: no credentials for tenant %q on %s", ErrUnauthorized, tenant, kind)
+	}
+	return c, nil
+}
+
+// Connector makes one Tracker per workspace from the tenant's credentials and
+// the workspace's source (ADR-0033's connect). Kind is the integration's key
+// without its prefix ("plane", "vikunja").
+type Connector interface {
+	Kind() string
+	Connect(ctx context.Context, creds Credentials, source Source) (Tracker, error)
+}
+
+// ValidateKey checks a key before anything touches the ledger or a tracker:
+// not empty, at most MaxKeyBytes, no NUL or control characters.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return &InvalidError{Field: "key", Reason: "is empty"}
+	case len(key) > MaxKeyBytes:
+		return &InvalidError{Field: "key", Reason: fmt.Sprintf("is %d bytes, over %d", len(key), MaxKeyBytes)}
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return &InvalidError{Field: "key", Reason: fmt.Sprintf("holds the control character %q", r)}
+		}
+	}
+	return nil
+}
+
+// ValidateDraft checks a draft: a title that isn't blank and a valid state.
+func ValidateDraft(d Draft) error {
+	if strings.TrimSpace(d.Title) == "" {
+		return &InvalidError{Field: "title", Reason: "is empty"}
+	}
+	if d.State != "" && !d.State.Valid() {
+		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", d.State)}
+	}
+	return nil
+}
+
+// ValidatePatch checks a patch: a title it names isn't blank, a state it
+// names is valid.
+func ValidatePatch(p Patch) error {
+	if p.Title != nil && strings.TrimSpace(*p.Title) == "" {
+		return &InvalidError{Field: "title", Reason: "is empty"}
+	}
+	if p.State != nil && !p.State.Valid() {
+		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", *p.State)}
+	}
+	return nil
+}
+
+// MaxKeyBytes is the longest key relayr files under.
+const MaxKeyBytes = 1024
