@@ -87,6 +87,7 @@ type Tracker struct {
 	calls    map[string]int
 	faults   map[string][]*fault
 	created  int // items created, duplicates included
+	chaos    *chaos
 }
 
 var _ tracker.Tracker = (*Tracker)(nil)
@@ -180,6 +181,9 @@ func (t *Tracker) enter(ctx context.Context, method string) (crash bool, err err
 		}
 	}
 	t.mu.Unlock()
+	if f == nil {
+		f = t.chaos.roll(method)
+	}
 	switch {
 	case f == nil:
 		return false, nil
@@ -616,3 +620,7 @@ func (c *Connector) Connects() int {
 	defer c.mu.Unlock()
 	return c.connects
 }
+
+// GuardsKeys implements tracker.KeyGuard: the Plane flavour's Create answers
+// *tracker.ExistsError for a key already filed.
+func (t *Tracker) GuardsKeys() bool { return t.flavour == LikePlane }

@@ -281,3 +281,20 @@ func ValidatePatch(p Patch) error {
 
 // MaxKeyBytes is the longest key relayr files under.
 const MaxKeyBytes = 1024
+
+// DescriptionHolder is implemented by a Tracker that rewrites descriptions
+// (Plane normalises description_html): HoldsDescription answers a
+// description as the tracker will hold it, so relayr records, and later
+// compares, like with like.
+type DescriptionHolder interface {
+	HoldsDescription(d string) string
+}
+
+// KeyGuard is implemented by a Tracker whose Create itself refuses a second
+// item under a key, archived items included, answering *ExistsError (Plane's
+// 409 on a duplicate external id). For such a tracker the create is the
+// lookup: a retaken claim goes straight to it, and only an ExistsError costs
+// the read of the existing item.
+type KeyGuard interface {
+	GuardsKeys() bool
+}

@@ -1,0 +1,115 @@
+package writes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// CommentParams posts a comment once per key on the item filed under
+// ItemKey.
+type CommentParams struct {
+	Tenant    string
+	Workspace string
+	// ItemKey is the key the item was filed under.
+	ItemKey string
+	// Key is the comment's own key: the comment is posted once per key.
+	Key         string
+	Body        string
+	Correlation string
+}
+
+// CommentResult is a posted comment and how this attempt came to it.
+type CommentResult struct {
+	Comment tracker.Comment
+	How     string
+}
+
+// Comment posts a comment once per key (ADR-0033: comments are claimed the
+// same way, as kind = 'comment'). Posting counts as a write to the item
+// under the cap.
+func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, error) {
+	if strings.TrimSpace(p.Body) == "" {
+		return CommentResult{}, wrap(CodeInvalid, &tracker.InvalidError{Field: "body", Reason: "is empty"})
+	}
+	if err := tracker.ValidateKey(p.ItemKey); err != nil {
+		return CommentResult{}, wrap(CodeInvalid, &tracker.InvalidError{Field: "item key", Reason: err.(*tracker.InvalidError).Reason})
+	}
+	s, err := w.begin(ctx, p.Tenant, p.Workspace, p.Key)
+	if err != nil {
+		return CommentResult{}, err
+	}
+	item, err := s.recordedRow(ctx, ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindItem, Key: p.ItemKey})
+	if err != nil {
+		return CommentResult{}, err
+	}
+	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindComment, Key: p.Key}
+	row, outcome, err := w.ledger.Claim(ctx, ledger.ClaimParams{
+		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
+	})
+	if err != nil {
+		return CommentResult{}, wrap(CodeUnavailable, err)
+	}
+	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
+	defer cancel()
+	switch outcome {
+	case ledger.Recorded:
+		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Body: p.Body, Key: p.Key}, How: Existing}, nil
+	case ledger.Deleted:
+		return CommentResult{}, wrap(CodeDeleted, fmt.Errorf("the comment filed under %q was deleted", p.Key))
+	case ledger.Held:
+		return CommentResult{}, wrap(CodeClaimed, fmt.Errorf("comment key %q is claimed by another attempt", p.Key))
+	case ledger.Retaken:
+		// An earlier attempt may have posted it: look for the key among
+		// the item's comments before posting.
+		var found *tracker.Comment
+		err := s.call(wctx, func(t tracker.Tracker) error {
+			cs, err := t.Comments(wctx, item.Ref.ID, time.Time{})
+			for i := range cs {
+				if cs[i].Key == p.Key {
+					found = &cs[i]
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return CommentResult{}, s.holdClaim(err)
+		}
+		if found != nil {
+			return s.recordComment(ctx, k, row.Nonce, *found, Found)
+		}
+	case ledger.Fresh:
+	}
+	if err := s.spendCap(ctx, item.Ref.ID); err != nil {
+		if rerr := w.ledger.Release(ctx, k, row.Nonce); rerr != nil {
+			return CommentResult{}, errors.Join(err, rerr)
+		}
+		return CommentResult{}, err
+	}
+	var posted tracker.Comment
+	err = s.call(wctx, func(t tracker.Tracker) error {
+		var err error
+		posted, err = t.Comment(wctx, item.Ref.ID, p.Key, p.Body)
+		return err
+	})
+	if err != nil {
+		return CommentResult{}, s.failed(ctx, k, row.Nonce, err)
+	}
+	return s.recordComment(ctx, k, row.Nonce, posted, Created)
+}
+
+func (s session) recordComment(ctx context.Context, k ledger.Key, nonce string, c tracker.Comment, how string) (CommentResult, error) {
+	row, err := s.w.ledger.Record(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: tracker.ItemRef{ID: c.ID, Key: c.ItemID}, Now: s.w.clock.Now()})
+	if err != nil {
+		return CommentResult{}, wrap(CodeUnavailable, err)
+	}
+	if row.Ref.ID != c.ID {
+		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Key: k.Key}, How: Existing}, nil
+	}
+	return CommentResult{Comment: c, How: how}, nil
+}

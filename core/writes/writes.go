@@ -1,0 +1,502 @@
+// Package writes makes runs' writes to a tracker happen once per key
+// (ADR-0033): EnsureItem files an item, Update edits it, Comment comments on
+// it, each by key, however often a run is retried and in whatever order.
+//
+// The guarantee rests on the ledger, not on the tracker: every key is claimed
+// before anything is sent, what was made is recorded, and an attempt that
+// takes a claim an earlier attempt left behind asks the tracker for the item
+// before it files one.
+package writes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// Timings of ADR-0033 and ADR-0036, the defaults of Options.
+const (
+	// DefaultRetakeAfter: a claim that recorded nothing is taken again
+	// after 30 s.
+	DefaultRetakeAfter = 30 * time.Second
+	// DefaultWriteBound: all writes under one claim end within 20 s, well
+	// inside the claim.
+	DefaultWriteBound = 20 * time.Second
+	// DefaultCapWindow and DefaultCapLimit: at most 20 writes by relayr to
+	// one item an hour.
+	DefaultCapWindow = time.Hour
+	DefaultCapLimit  = 20
+)
+
+// Options tune a Writer; a zero field takes the seeds' default.
+type Options struct {
+	RetakeAfter time.Duration
+	WriteBound  time.Duration
+	CapWindow   time.Duration
+	CapLimit    int
+}
+
+func (o Options) withDefaults() Options {
+	if o.RetakeAfter <= 0 {
+		o.RetakeAfter = DefaultRetakeAfter
+	}
+	if o.WriteBound <= 0 {
+		o.WriteBound = DefaultWriteBound
+	}
+	if o.CapWindow <= 0 {
+		o.CapWindow = DefaultCapWindow
+	}
+	if o.CapLimit <= 0 {
+		o.CapLimit = DefaultCapLimit
+	}
+	return o
+}
+
+// Config is what a Writer needs.
+type Config struct {
+	Ledger       ledger.Claims
+	Connections  *binding.Connections
+	Integrations integrations.Integrations // Always when nil
+	Clock        clock.Clock               // System when nil
+	Budget       *budget.Budget            // none when nil
+	Metrics      metrics.Metrics           // Discard when nil
+	Options      Options
+}
+
+// Writer files, edits and comments once per key. It is safe for concurrent
+// use.
+type Writer struct {
+	ledger ledger.Claims
+	conns  *binding.Connections
+	integ  integrations.Integrations
+	clock  clock.Clock
+	budget *budget.Budget
+	m      metrics.Metrics
+	opts   Options
+}
+
+// New returns a Writer.
+func New(c Config) *Writer {
+	w := &Writer{ledger: c.Ledger, conns: c.Connections, integ: c.Integrations, clock: c.Clock, budget: c.Budget, m: c.Metrics, opts: c.Options.withDefaults()}
+	if w.integ == nil {
+		w.integ = integrations.Always
+	}
+	if w.clock == nil {
+		w.clock = clock.System{}
+	}
+	if w.m == nil {
+		w.m = metrics.Discard{}
+	}
+	return w
+}
+
+// EnsureParams asks for the item filed under a key.
+type EnsureParams struct {
+	Tenant      string
+	Workspace   string
+	Key         string
+	Draft       tracker.Draft
+	Correlation string
+}
+
+// How an item came to be answered.
+const (
+	// Created: this attempt filed the item.
+	Created = "created"
+	// Found: the item was filed by an earlier attempt and found in the
+	// tracker under a retaken claim (or by Plane's 409).
+	Found = "found"
+	// Existing: the key's item was already recorded.
+	Existing = "existing"
+)
+
+// Result is an item and how this attempt came to it.
+type Result struct {
+	Item tracker.Item
+	How  string
+}
+
+// session is one write's binding and its bounded tracker calls.
+type session struct {
+	w *Writer
+	b binding.Binding
+}
+
+func (s session) call(ctx context.Context, fn func(tracker.Tracker) error) error {
+	if s.w.budget != nil {
+		s.w.budget.Spend(s.b.BudgetKey(), 1) // writes spend and are never held back
+	}
+	return s.w.conns.Do(ctx, s.b, fn)
+}
+
+// begin checks input and the switch, in that order, before anything touches
+// the ledger or a tracker.
+func (w *Writer) begin(ctx context.Context, tenant, workspace, key string) (session, error) {
+	if err := checkName("tenant", tenant); err != nil {
+		return session{}, err
+	}
+	if err := checkName("workspace", workspace); err != nil {
+		return session{}, err
+	}
+	if err := tracker.ValidateKey(key); err != nil {
+		return session{}, wrap(CodeInvalid, err)
+	}
+	b, err := w.conns.Binding(tenant, workspace)
+	if err != nil {
+		return session{}, wrap(CodeNotAllowed, err)
+	}
+	// Integrations are asked before anything touches the ledger or a tracker.
+	if !w.integ.Enabled(ctx, tenant, workspace, b.Integration()) {
+		return session{}, wrap(CodeNotAllowed, fmt.Errorf("%s is switched off in %s", b.Integration(), b.Name()))
+	}
+	return session{w: w, b: b}, nil
+}
+
+func checkName(field, v string) error {
+	if err := tracker.ValidateKey(v); err != nil {
+		return wrap(CodeInvalid, &tracker.InvalidError{Field: field, Reason: err.(*tracker.InvalidError).Reason})
+	}
+	return nil
+}
+
+// EnsureItem files the key's item once and answers it (ADR-0033's
+// ensure_item).
+func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error) {
+	if err := tracker.ValidateDraft(p.Draft); err != nil {
+		return Result{}, wrap(CodeInvalid, err)
+	}
+	s, err := w.begin(ctx, p.Tenant, p.Workspace, p.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	draft := withDefaults(p.Draft, s.b.Defaults)
+	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindItem, Key: p.Key}
+
+	// The ledger claims every key before anything is sent.
+	row, outcome, err := w.ledger.Claim(ctx, ledger.ClaimParams{
+		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
+	})
+	if err != nil {
+		return Result{}, wrap(CodeUnavailable, err)
+	}
+	// One bound on all writes under the claim.
+	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
+	defer cancel()
+
+	switch outcome {
+	case ledger.Deleted:
+		// A deleted item marks its key; nothing is asked of the tracker.
+		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
+	case ledger.Held:
+		// A fresh claim held by another attempt fails this one, to be retried.
+		return Result{}, wrap(CodeClaimed, fmt.Errorf("key %q is claimed by another attempt", p.Key))
+	case ledger.Recorded:
+		return s.readRecorded(ctx, wctx, k, row)
+	case ledger.Retaken:
+		if s.guardsKeys(wctx) {
+			// The tracker's create is itself the lookup (Plane's 409):
+			// docs/decisions.md, one request where ADR-0033 has two.
+			break
+		}
+		// The lookup before the create: an earlier attempt may have made
+		// the item and died before recording it.
+		var found tracker.Item
+		err := s.call(wctx, func(tr tracker.Tracker) error {
+			var err error
+			found, err = tr.Find(wctx, p.Key)
+			return err
+		})
+		switch {
+		case err == nil:
+			return s.adopt(ctx, wctx, k, row.Nonce, found, draft)
+		case !errors.Is(err, tracker.ErrNotFound):
+			// The lookup failed: an earlier attempt's item may exist, so
+			// the claim holds (never released) until a lookup answers.
+			return Result{}, s.holdClaim(err)
+		}
+	case ledger.Fresh:
+		// A fresh claim, which no attempt held before, goes straight to the
+		// create (docs/decisions.md: the lookup serves retaken claims only).
+	}
+	return s.create(ctx, wctx, k, row.Nonce, draft)
+}
+
+// guardsKeys asks the binding's tracker whether its create refuses a second
+// item under a key (tracker.KeyGuard).
+func (s session) guardsKeys(ctx context.Context) bool {
+	tr, err := s.w.conns.Tracker(ctx, s.b)
+	if err != nil {
+		return false
+	}
+	g, ok := tr.(tracker.KeyGuard)
+	return ok && g.GuardsKeys()
+}
+
+// create files the draft under the claim and records it.
+func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
+	var made tracker.Item
+	err := s.call(wctx, func(t tracker.Tracker) error {
+		// Filing records the values it files, as the tracker will hold
+		// them, before it creates the item (ADR-0036: echoes by value).
+		if _, err := s.w.ledger.SetValues(ctx, k, heldValues(t, d)); err != nil {
+			return fmt.Errorf("%w: %w", errLedger, err)
+		}
+		var err error
+		made, err = t.Create(wctx, k.Key, d)
+		return err
+	})
+	var exists *tracker.ExistsError
+	switch {
+	case errors.As(err, &exists):
+		// Plane's 409 is the second guard: read the existing item by the
+		// external-id lookup, which also finds archived items.
+		var found tracker.Item
+		err := s.call(wctx, func(t tracker.Tracker) error {
+			var err error
+			found, err = t.Find(wctx, k.Key)
+			return err
+		})
+		if err != nil {
+			return Result{}, s.failed(ctx, k, nonce, err)
+		}
+		return s.adopt(ctx, wctx, k, nonce, found, d)
+	case err != nil:
+		return Result{}, s.failed(ctx, k, nonce, err)
+	}
+	res, err := s.record(ctx, wctx, k, nonce, made, Created)
+	if err == nil {
+		s.countWrite(ctx, made.Ref.ID)
+	}
+	return res, err
+}
+
+// adopt records an item an earlier attempt made, giving it the draft's
+// labels (ADR-0033: Vikunja labels a task after it makes it, so an attempt
+// that died in between left it without).
+func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, found tracker.Item, d tracker.Draft) (Result, error) {
+	if missing := missingLabels(found.Labels, d.Labels); len(missing) > 0 {
+		labels := append(slices.Clone(found.Labels), missing...)
+		err := s.call(wctx, func(t tracker.Tracker) error {
+			if _, err := s.w.ledger.SetValues(ctx, k, map[string]string{tracker.FieldLabels: canonical(sortedSet(labels))}); err != nil {
+				return fmt.Errorf("%w: %w", errLedger, err)
+			}
+			updated, err := t.Update(wctx, found.Ref.ID, tracker.Patch{Labels: &labels})
+			if err == nil {
+				found = updated
+			}
+			return err
+		})
+		if err != nil {
+			// The item exists unrecorded: releasing would let a fresh
+			// claim file it again.
+			return Result{}, s.holdClaim(err)
+		}
+		s.countWrite(ctx, found.Ref.ID)
+	}
+	return s.record(ctx, wctx, k, nonce, found, Found)
+}
+
+// record keeps the first record; a claimer whose claim was retaken cannot
+// record over the new claimer (Ratus: the nonce).
+func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, it tracker.Item, how string) (Result, error) {
+	ref := it.Ref
+	ref.Key = k.Key
+	row, err := s.w.ledger.Record(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: ref, Now: s.w.clock.Now()})
+	switch {
+	case errors.Is(err, ledger.ErrNonce):
+		// Another attempt retook the claim; it will find this item by its
+		// key. Retrying this attempt answers what it records.
+		return Result{}, wrap(CodeUnavailable, fmt.Errorf("the claim on %q was retaken before the record: %w", k.Key, err))
+	case err != nil:
+		return Result{}, wrap(CodeUnavailable, err)
+	}
+	if row.Ref.ID != ref.ID {
+		// The first record is kept: answer that item, read.
+		return s.readRecorded(ctx, wctx, k, row)
+	}
+	it.Ref = ref
+	return Result{Item: it, How: how}, nil
+}
+
+// readRecorded reads a recorded item before it is returned. One that is gone
+// marks the key deleted; an archived one is answered (ADR-0033).
+func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledger.Claim) (Result, error) {
+	var it tracker.Item
+	err := s.call(wctx, func(t tracker.Tracker) error {
+		var err error
+		it, err = t.Item(wctx, row.Ref.ID)
+		if errors.Is(err, tracker.ErrNotFound) {
+			// An archived item reads as missing on Plane; the key's
+			// lookup tells archived from deleted.
+			var found tracker.Item
+			found, ferr := t.Find(wctx, k.Key)
+			if ferr == nil && found.Ref.ID == row.Ref.ID {
+				it, err = found, nil
+			} else if ferr != nil && !errors.Is(ferr, tracker.ErrNotFound) {
+				err = ferr
+			}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, tracker.ErrNotFound):
+		if merr := s.w.ledger.MarkDeleted(ctx, k); merr != nil {
+			return Result{}, wrap(CodeUnavailable, merr)
+		}
+		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
+	case err != nil:
+		return Result{}, classify(err)
+	}
+	it.Ref = mergeRef(row.Ref, it.Ref)
+	return Result{Item: it, How: Existing}, nil
+}
+
+// holdClaim answers a failure under a claim that an earlier attempt may have
+// filed under: releasing it would let the next attempt's fresh claim skip the
+// lookup, so the claim holds until it lapses and is retaken.
+func (s session) holdClaim(err error) error { return classify(err) }
+
+// failed turns a tracker failure under a claim into the attempt's error,
+// releasing the claim when the tracker certainly didn't take the write.
+func (s session) failed(ctx context.Context, k ledger.Key, nonce string, err error) error {
+	if tracker.CertainlyNotTaken(err) {
+		// A write the tracker certainly didn't take releases the claim, so
+		// a run can write by the same key again at once.
+		if rerr := s.w.ledger.Release(ctx, k, nonce); rerr != nil && !errors.Is(rerr, ledger.ErrNonce) {
+			return errors.Join(classify(err), rerr)
+		}
+	}
+	// Anything else (the bound passed, the tracker unavailable): the claim
+	// holds, and a retry after it lapses looks the item up first.
+	return classify(err)
+}
+
+// countWrite counts a write that was sent; it is never refused here, since
+// the cap is checked before an edit is sent.
+func (s session) countWrite(ctx context.Context, itemID string) {
+	_, _ = s.w.ledger.CountWrite(ctx, s.writeParams(itemID, 1<<30))
+}
+
+func (s session) writeParams(itemID string, limit int) ledger.WriteParams {
+	return ledger.WriteParams{
+		Tenant: s.b.Tenant, Workspace: s.b.Workspace, ItemID: itemID,
+		Now: s.w.clock.Now(), Window: s.w.opts.CapWindow, Limit: limit,
+	}
+}
+
+// spendCap counts a write to an item under the cap of 20 an hour, counted
+// in the ledger so it holds across replicas (ADR-0036: the cap on loops).
+func (s session) spendCap(ctx context.Context, itemID string) error {
+	_, err := s.w.ledger.CountWrite(ctx, s.writeParams(itemID, s.w.opts.CapLimit))
+	if errors.Is(err, ledger.ErrLoop) {
+		s.w.m.Add(metrics.Loops, 1, metrics.Labels{"tenant": s.b.Tenant, "workspace": s.b.Workspace})
+		return wrap(CodeLoop, fmt.Errorf("item %s took %d writes within %s", itemID, s.w.opts.CapLimit, s.w.opts.CapWindow))
+	}
+	if err != nil {
+		return wrap(CodeUnavailable, err)
+	}
+	return nil
+}
+
+func withDefaults(d, defaults tracker.Draft) tracker.Draft {
+	if d.State == "" {
+		d.State = defaults.State
+	}
+	if d.Description == "" {
+		d.Description = defaults.Description
+	}
+	if len(defaults.Labels) > 0 {
+		d.Labels = append(slices.Clone(d.Labels), missingLabels(d.Labels, defaults.Labels)...)
+	}
+	return d
+}
+
+func missingLabels(have, want []string) []string {
+	var out []string
+	for _, l := range want {
+		if !slices.Contains(have, l) && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func mergeRef(recorded, read tracker.ItemRef) tracker.ItemRef {
+	if read.Name == "" {
+		read.Name = recorded.Name
+	}
+	if read.Number == 0 {
+		read.Number = recorded.Number
+	}
+	if read.Link == "" {
+		read.Link = recorded.Link
+	}
+	read.ID = recorded.ID
+	read.Key = recorded.Key
+	return read
+}
+
+// heldValues are a draft's values as the tracker will hold them, in
+// canonical JSON by field.
+func heldValues(t tracker.Tracker, d tracker.Draft) map[string]string {
+	v := map[string]string{
+		tracker.FieldTitle:       canonical(d.Title),
+		tracker.FieldDescription: canonical(HeldDescription(t, d.Description)),
+	}
+	if d.State != "" {
+		v[tracker.FieldState] = canonical(string(t.Holds(d.State)))
+	}
+	if len(d.Labels) > 0 {
+		v[tracker.FieldLabels] = canonical(sortedSet(d.Labels))
+	}
+	return v
+}
+
+// HeldDescription is a description as the tracker will hold it, where the
+// tracker rewrites descriptions (Plane's description_html).
+func HeldDescription(t tracker.Tracker, d string) string {
+	if h, ok := t.(tracker.DescriptionHolder); ok {
+		return h.HoldsDescription(d)
+	}
+	return d
+}
+
+func sortedSet(labels []string) []string {
+	out := slices.Clone(labels)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Canonical renders a field's value as the ledger records it and the
+// followers compare it: JSON, label sets sorted.
+func Canonical(field string, it tracker.Item) string {
+	switch field {
+	case tracker.FieldTitle:
+		return canonical(it.Title)
+	case tracker.FieldDescription:
+		return canonical(it.Description)
+	case tracker.FieldState:
+		return canonical(string(it.State))
+	case tracker.FieldLabels:
+		return canonical(sortedSet(it.Labels))
+	}
+	return ""
+}
+
+func canonical(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+var errLedger = errors.New("ledger")

@@ -1,0 +1,665 @@
+package writes_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// countingCreds counts credential requests.
+type countingCreds struct{ tracker.StaticCredentials }
+
+type env struct {
+	t       *testing.T
+	clock   *clock.Fake
+	fake    *faketracker.Tracker
+	ledger  *memledger.Ledger
+	conns   *binding.Connections
+	switch_ *integrations.Switches
+	m       *metrics.Memory
+	budget  *budget.Budget
+	w       *writes.Writer
+}
+
+func newEnv(t *testing.T, f faketracker.Flavour) *env {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	fake := faketracker.New(f, faketracker.WithClock(clk))
+	led := memledger.New()
+	b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}}
+	creds := tracker.StaticCredentials{"acme/fake": {Token: "tk"}}
+	conns := binding.NewConnections(clk, creds, b)
+	sw := integrations.NewSwitches()
+	m := metrics.NewMemory()
+	bud := budget.New(clk, 40)
+	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m, Budget: bud})
+	return &env{t: t, clock: clk, fake: fake, ledger: led, conns: conns, switch_: sw, m: m, budget: bud, w: w}
+}
+
+func (e *env) ensure(key string, d tracker.Draft) (writes.Result, error) {
+	return e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: key, Draft: d, Correlation: "run-" + key})
+}
+
+func (e *env) mustEnsure(key string, d tracker.Draft) writes.Result {
+	e.t.Helper()
+	r, err := e.ensure(key, d)
+	if err != nil {
+		e.t.Fatalf("EnsureItem(%q): %v", key, err)
+	}
+	return r
+}
+
+func (e *env) update(key string, p tracker.Patch) (tracker.Item, error) {
+	return e.w.Update(context.Background(), writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: key, Patch: p})
+}
+
+func (e *env) row(kind ledger.Kind, key string) ledger.Claim {
+	e.t.Helper()
+	r, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: kind, Key: key})
+	if err != nil {
+		e.t.Fatalf("Lookup(%q): %v", key, err)
+	}
+	return r
+}
+
+func wantCode(t *testing.T, err error, code writes.Code) {
+	t.Helper()
+	if got := writes.CodeOf(err); got != code {
+		t.Fatalf("err %v: code %q, want %q", err, got, code)
+	}
+}
+
+func calls(e *env) map[string]int {
+	out := map[string]int{}
+	for _, m := range []string{faketracker.MethodFind, faketracker.MethodCreate, faketracker.MethodItem, faketracker.MethodUpdate, faketracker.MethodComment, faketracker.MethodComments} {
+		if n := e.fake.Calls(m); n > 0 {
+			out[m] = n
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestEnsureItem(t *testing.T) {
+	t.Run("AFreshClaimGoesStraightToTheCreate", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		r := e.mustEnsure("k", tracker.Draft{Title: "Disk full"})
+		if r.How != writes.Created || r.Item.Ref.Key != "k" {
+			t.Fatalf("result %+v", r)
+		}
+		if c := calls(e); c[faketracker.MethodFind] != 0 || c[faketracker.MethodCreate] != 1 {
+			t.Fatalf("calls %v: a fresh claim asks no lookup", c)
+		}
+	})
+
+	t.Run("AFreshClaimHeldElsewhereFailsAsTrackerClaimedAndSendsNothing", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		_, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{
+			Key: ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeClaimed)
+		if !writes.CodeClaimed.Retryable() {
+			t.Fatal("tracker_claimed must be retryable")
+		}
+		if e.fake.TotalCalls() != 0 {
+			t.Fatalf("a held claim sent %v", calls(e))
+		}
+	})
+
+	t.Run("ARetakenClaimLooksTheItemUpAndFilesNothingTwice", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1)
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeUnavailable)
+		e.clock.Advance(31 * time.Second)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if r.How != writes.Found {
+			t.Fatalf("how %q, want found", r.How)
+		}
+		if perKey, created := e.fake.Filed(); perKey["k"] != 1 || created != 1 {
+			t.Fatalf("filed %v (%d creates): want one item", perKey, created)
+		}
+		if c := calls(e); c[faketracker.MethodFind] != 1 || c[faketracker.MethodCreate] != 1 {
+			t.Fatalf("calls %v", c)
+		}
+	})
+
+	t.Run("AClaimIsRetakenOnlyMoreThan30sLaterWithNothingRecorded", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1)
+		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
+		e.clock.Advance(30 * time.Second)
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeClaimed)
+		e.clock.Advance(time.Second)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+	})
+
+	t.Run("ALookupThatFailsUnderARetakenClaimHoldsTheClaim", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1)
+		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
+		e.clock.Advance(31 * time.Second)
+		e.fake.FailNext(faketracker.MethodFind, 1, tracker.RateLimited(time.Second))
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeUnavailable)
+		// Released, the next attempt's fresh claim would skip the lookup
+		// and file a second item; held, it waits and looks again.
+		_, err = e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeClaimed)
+		e.clock.Advance(31 * time.Second)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
+			t.Fatalf("filed %v", perKey)
+		}
+	})
+
+	t.Run("OnATrackerThatGuardsKeysARetakenClaimCreatesAndReadsTheExistingItemOn409", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.fake.CrashAfterCreate(1)
+		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
+		e.clock.Advance(31 * time.Second)
+		e.fake.ResetCalls()
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if r.How != writes.Found {
+			t.Fatalf("how %q", r.How)
+		}
+		if c := calls(e); c[faketracker.MethodCreate] != 1 || c[faketracker.MethodFind] != 1 {
+			t.Fatalf("calls %v: the create is the lookup, a 409 costs one read", c)
+		}
+		if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
+			t.Fatalf("filed %v", perKey)
+		}
+	})
+
+	t.Run("TheDraftsLabelsGoOnAnItemFoundUnderARetakenClaim", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1) // Vikunja labels after the create: the crash left none
+		_, _ = e.ensure("k", tracker.Draft{Title: "x", Labels: []string{"ci", "relayr"}})
+		if got := e.fake.ItemsByKey("k")[0].Labels; len(got) != 0 {
+			t.Fatalf("labels %v before the retry", got)
+		}
+		e.clock.Advance(31 * time.Second)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x", Labels: []string{"ci", "relayr"}})
+		got := e.fake.ItemsByKey("k")[0].Labels
+		if len(got) != 2 || len(r.Item.Labels) != 2 {
+			t.Fatalf("labels %v (answered %v), want ci and relayr", got, r.Item.Labels)
+		}
+	})
+
+	t.Run("TheRecordKeepsTheFirstRecord", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		first := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		again := e.mustEnsure("k", tracker.Draft{Title: "another title"})
+		if again.Item.Ref.ID != first.Item.Ref.ID || again.How != writes.Existing {
+			t.Fatalf("second filing %+v, first %+v", again, first)
+		}
+		if row := e.row(ledger.KindItem, "k"); row.Ref.ID != first.Item.Ref.ID {
+			t.Fatalf("row %+v", row)
+		}
+	})
+
+	t.Run("ARecordedItemIsReadBeforeItIsReturned", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if err := e.fake.Retitle(context.Background(), r.Item.Ref.ID, "renamed by a person"); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.ResetCalls()
+		again := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if again.Item.Title != "renamed by a person" {
+			t.Fatalf("title %q: the recorded item was not read", again.Item.Title)
+		}
+		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
+			t.Fatalf("calls %v: a retried filing of a recorded key costs one read", c)
+		}
+	})
+
+	t.Run("ADeletedItemMarksItsKeyAndDeletedIsAnsweredFromThenOnWithoutAsking", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if err := e.fake.Delete(context.Background(), r.Item.Ref.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeDeleted)
+		if !e.row(ledger.KindItem, "k").Deleted {
+			t.Fatal("the key is not marked deleted")
+		}
+		e.fake.ResetCalls()
+		_, err = e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeDeleted)
+		if e.fake.TotalCalls() != 0 {
+			t.Fatalf("a deleted key asked the tracker: %v", calls(e))
+		}
+		if perKey, _ := e.fake.Filed(); perKey["k"] != 0 {
+			t.Fatal("a deleted key filed again")
+		}
+	})
+
+	t.Run("AnArchivedItemIsReturned", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if err := e.fake.Archive(r.Item.Ref.ID); err != nil {
+			t.Fatal(err)
+		}
+		again := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if !again.Item.Archived || again.Item.Ref.ID != r.Item.Ref.ID {
+			t.Fatalf("answered %+v, want the archived item", again.Item)
+		}
+	})
+
+	t.Run("AllWritesUnderAClaimAreBoundedAt20sAndTheClaimHolds", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.HangNext(faketracker.MethodCreate, 1)
+		done := make(chan error)
+		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); done <- err }()
+		if err := e.clock.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(19 * time.Second)
+		select {
+		case err := <-done:
+			t.Fatalf("gave up before the bound: %v", err)
+		default:
+		}
+		e.clock.Advance(time.Second)
+		wantCode(t, <-done, writes.CodeUnavailable)
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeClaimed)
+	})
+
+	t.Run("AWriteTheTrackerCertainlyDidNotTakeReleasesTheClaim", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			err  error
+			code writes.Code
+		}{
+			{"Refused", tracker.ErrRefused, writes.CodeRefused},
+			{"Missing", tracker.ErrNotFound, writes.CodeRefused},
+			{"RateLimited", tracker.RateLimited(7 * time.Second), writes.CodeUnavailable},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := newEnv(t, faketracker.LikeVikunja)
+				e.fake.FailNext(faketracker.MethodCreate, 1, c.err)
+				_, err := e.ensure("k", tracker.Draft{Title: "x"})
+				wantCode(t, err, c.code)
+				if c.name == "RateLimited" {
+					var we *writes.Error
+					if !errors.As(err, &we) || we.RetryAfter != 7*time.Second {
+						t.Fatalf("err %v carries no retry-after of 7s", err)
+					}
+				}
+				if r := e.mustEnsure("k", tracker.Draft{Title: "x"}); r.How != writes.Created {
+					t.Fatalf("the retry was not a fresh create: %+v", r)
+				}
+			})
+		}
+	})
+
+	t.Run("TheFirstClaimersCorrelationIsKeptOnTheRow", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1)
+		_, _ = e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Correlation: "first"})
+		e.clock.Advance(31 * time.Second)
+		if _, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Correlation: "second"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.row(ledger.KindItem, "k").Correlation; got != "first" {
+			t.Fatalf("correlation %q, want first", got)
+		}
+	})
+
+	t.Run("AClaimerWhoseClaimWasRetakenCannotRecordOverTheNewClaimer", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{slow}}
+		conns := binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {}}, b)
+		w := writes.New(writes.Config{Ledger: e.ledger, Connections: conns, Clock: e.clock, Options: writes.Options{WriteBound: time.Hour}})
+		type answer struct {
+			r   writes.Result
+			err error
+		}
+		done := make(chan answer)
+		go func() {
+			r, err := w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "slow"}})
+			done <- answer{r, err}
+		}()
+		<-slow.entered
+		e.clock.Advance(31 * time.Second)
+		second := e.mustEnsure("k", tracker.Draft{Title: "fast"}) // retakes, finds nothing, files
+		close(slow.release)
+		late := <-done
+		if late.err != nil {
+			t.Fatalf("the late claimer: %v", late.err)
+		}
+		if row := e.row(ledger.KindItem, "k"); row.Ref.ID != second.Item.Ref.ID {
+			t.Fatalf("the late claimer recorded over the new one: row %s, new %s", row.Ref.ID, second.Item.Ref.ID)
+		}
+		if late.r.Item.Ref.ID != second.Item.Ref.ID {
+			t.Fatalf("the late claimer answered %s, not the recorded %s", late.r.Item.Ref.ID, second.Item.Ref.ID)
+		}
+	})
+
+	t.Run("IntegrationsAreAskedBeforeTheLedgerOrTheTracker", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.switch_.Set("acme", "ops", "tracker:fake", false)
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeNotAllowed)
+		if _, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("a switched-off write touched the ledger: %v", err)
+		}
+		if e.fake.TotalCalls() != 0 {
+			t.Fatal("a switched-off write reached the tracker")
+		}
+	})
+
+	t.Run("AnUnboundWorkspaceIsNotAllowed", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		_, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "nowhere", Key: "k", Draft: tracker.Draft{Title: "x"}})
+		wantCode(t, err, writes.CodeNotAllowed)
+	})
+
+	t.Run("BadInputIsATypedErrorBeforeTheLedgerOrTheTrackerIsTouched", func(t *testing.T) {
+		for _, c := range []struct {
+			name, key, title string
+		}{
+			{"EmptyKey", "", "x"},
+			{"KeyOver1024Bytes", strings.Repeat("k", 1025), "x"},
+			{"KeyWithNUL", "a\x00b", "x"},
+			{"KeyWithAControlCharacter", "a\nb", "x"},
+			{"EmptyTitle", "k", ""},
+			{"BlankTitle", "k", "   "},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := newEnv(t, faketracker.LikeVikunja)
+				_, err := e.ensure(c.key, tracker.Draft{Title: c.title})
+				wantCode(t, err, writes.CodeInvalid)
+				if !errors.Is(err, tracker.ErrInvalid) {
+					t.Fatalf("err %v does not match tracker.ErrInvalid", err)
+				}
+				if e.fake.TotalCalls() != 0 {
+					t.Fatal("bad input reached the tracker")
+				}
+				if _, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}); !errors.Is(err, ledger.ErrNotFound) {
+					t.Fatal("bad input touched the ledger")
+				}
+			})
+		}
+		e := newEnv(t, faketracker.LikeVikunja)
+		if _, err := e.ensure(strings.Repeat("k", 1024), tracker.Draft{Title: "x"}); err != nil {
+			t.Fatalf("a key of exactly 1024 bytes was refused: %v", err)
+		}
+	})
+
+	t.Run("TheBindingsDefaultsFillWhatTheDraftLeavesOut", func(t *testing.T) {
+		clk := clock.NewFake(t0)
+		fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk))
+		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}, Defaults: tracker.Draft{State: tracker.Todo, Labels: []string{"relayr"}}}
+		w := writes.New(writes.Config{Ledger: memledger.New(), Connections: binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {}}, b), Clock: clk})
+		r, err := w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x", Labels: []string{"ci"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Item.State != tracker.Todo || len(r.Item.Labels) != 2 {
+			t.Fatalf("item %+v, want todo with ci and relayr", r.Item)
+		}
+	})
+
+	t.Run("FilingRecordsTheValuesAsTheTrackerWillHoldThem", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Started, Labels: []string{"b", "a"}})
+		v := e.row(ledger.KindItem, "k").Values
+		if v[tracker.FieldState] != `"todo"` || v[tracker.FieldTitle] != `"x"` || v[tracker.FieldLabels] != `["a","b"]` {
+			t.Fatalf("values %v", v)
+		}
+	})
+}
+
+func TestUpdate(t *testing.T) {
+	t.Run("AKeyedEditSendsOnlyTheFieldsThatDifferAndRecordsThemFirst", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
+		e.fake.ResetCalls()
+		got, err := e.update("k", tracker.Patch{Title: ptr("x"), State: ptr(tracker.Done)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != tracker.Done || got.Ref.ID != r.Item.Ref.ID {
+			t.Fatalf("item %+v", got)
+		}
+		if c := calls(e); c[faketracker.MethodUpdate] != 1 || c[faketracker.MethodItem] != 1 {
+			t.Fatalf("calls %v", c)
+		}
+		v := e.row(ledger.KindItem, "k").Values
+		if v[tracker.FieldState] != `"done"` {
+			t.Fatalf("values %v: the state sent is not recorded", v)
+		}
+	})
+
+	t.Run("AnEditWhereNothingDiffersSendsNothing", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		e.fake.ResetCalls()
+		// Vikunja holds started as todo: nothing differs (ADR-0036).
+		if _, err := e.update("k", tracker.Patch{Title: ptr("x"), State: ptr(tracker.Started)}); err != nil {
+			t.Fatal(err)
+		}
+		if e.fake.Calls(faketracker.MethodUpdate) != 0 {
+			t.Fatalf("calls %v", calls(e))
+		}
+	})
+
+	t.Run("ARefusedEditPutsBackTheValueRecordedBeforeIt", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if _, err := e.update("k", tracker.Patch{Title: ptr("A")}); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrRefused)
+		_, err := e.update("k", tracker.Patch{Title: ptr("B"), State: ptr(tracker.Done)})
+		wantCode(t, err, writes.CodeRefused)
+		v := e.row(ledger.KindItem, "k").Values
+		if v[tracker.FieldTitle] != `"A"` {
+			t.Fatalf("title value %s, want the earlier \"A\"", v[tracker.FieldTitle])
+		}
+		if _, ok := v[tracker.FieldState]; ok {
+			t.Fatalf("state value %s kept after a refused edit that set it first", v[tracker.FieldState])
+		}
+	})
+
+	t.Run("AnEditThatMayHaveLandedKeepsItsValues", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
+		_, err := e.update("k", tracker.Patch{Title: ptr("B")})
+		wantCode(t, err, writes.CodeUnavailable)
+		if v := e.row(ledger.KindItem, "k").Values; v[tracker.FieldTitle] != `"B"` {
+			t.Fatalf("values %v", v)
+		}
+	})
+
+	t.Run("UpdateChangesOnlyItemsRelayrFiled", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		_, err := e.update("never-filed", tracker.Patch{Title: ptr("B")})
+		wantCode(t, err, writes.CodeRefused)
+	})
+
+	t.Run("TheCapOf20WritesPerItemAnHourFailsTheNextAsTrackerLoopAndCountsIt", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "t0"}) // the create is the first write
+		for i := 1; i < 20; i++ {
+			e.clock.Advance(time.Minute)
+			if _, err := e.update("k", tracker.Patch{Title: ptr("t" + string(rune('a'+i)))}); err != nil {
+				t.Fatalf("write %d: %v", i+1, err)
+			}
+		}
+		_, err := e.update("k", tracker.Patch{Title: ptr("one too many")})
+		wantCode(t, err, writes.CodeLoop)
+		if writes.CodeLoop.Retryable() {
+			t.Fatal("tracker_loop must not be retryable")
+		}
+		if e.m.Get(metrics.Loops) != 1 {
+			t.Fatalf("loops counted %v", e.m.Get(metrics.Loops))
+		}
+		e.clock.Advance(42 * time.Minute) // the create and the first edit leave the hour
+		if _, err := e.update("k", tracker.Patch{Title: ptr("later")}); err != nil {
+			t.Fatalf("after the hour slid: %v", err)
+		}
+	})
+
+	t.Run("AnEditOfADeletedItemMarksItsKey", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		_ = e.fake.Delete(context.Background(), r.Item.Ref.ID)
+		_, err := e.update("k", tracker.Patch{Title: ptr("B")})
+		wantCode(t, err, writes.CodeDeleted)
+		_, err = e.update("k", tracker.Patch{Title: ptr("B")})
+		wantCode(t, err, writes.CodeDeleted)
+	})
+}
+
+func TestComment(t *testing.T) {
+	comment := func(e *env, key, body string) (writes.CommentResult, error) {
+		return e.w.Comment(context.Background(), writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: key, Body: body})
+	}
+	t.Run("CommentsAreClaimedAsKindCommentAndPostedOnce", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		first, err := comment(e, "c1", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := comment(e, "c1", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Comment.ID != first.Comment.ID || e.fake.Calls(faketracker.MethodComment) != 1 {
+			t.Fatalf("posted %d times", e.fake.Calls(faketracker.MethodComment))
+		}
+		if row := e.row(ledger.KindComment, "c1"); !row.Recorded || row.Ref.ID != first.Comment.ID {
+			t.Fatalf("comment row %+v", row)
+		}
+	})
+
+	t.Run("ARetakenCommentClaimFindsTheCommentAnEarlierAttemptPosted", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		// An attempt that claimed and posted, then died before recording.
+		_, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindComment, Key: "c1"}, Now: e.clock.Now(), RetakeAfter: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.fake.Comment(context.Background(), r.Item.Ref.ID, "c1", "hello"); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(31 * time.Second)
+		got, err := comment(e, "c1", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.How != writes.Found || e.fake.Calls(faketracker.MethodComment) != 1 {
+			t.Fatalf("how %q, comments posted %d", got.How, e.fake.Calls(faketracker.MethodComment))
+		}
+	})
+
+	t.Run("AnEmptyCommentIsInvalid", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		_, err := comment(e, "c1", " ")
+		wantCode(t, err, writes.CodeInvalid)
+	})
+}
+
+func TestCredentials(t *testing.T) {
+	t.Run("CredentialsAreAskedAtMostEveryFiveMinutes", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		for i := range 5 {
+			e.mustEnsure("k"+string(rune('a'+i)), tracker.Draft{Title: "x"})
+			e.clock.Advance(time.Minute)
+		}
+		if got := e.conns.Asked("acme", "fake"); got != 1 {
+			t.Fatalf("asked %d times in five minutes", got)
+		}
+		e.mustEnsure("kz", tracker.Draft{Title: "x"})
+		if got := e.conns.Asked("acme", "fake"); got != 2 {
+			t.Fatalf("asked %d times after five minutes, want 2", got)
+		}
+	})
+
+	t.Run("UnauthorizedAsksAgainAtOnceAndRetriesOnce", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.FailNext(faketracker.MethodCreate, 1, tracker.ErrUnauthorized)
+		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if got := e.conns.Asked("acme", "fake"); got != 2 {
+			t.Fatalf("asked %d times, want 2", got)
+		}
+		if got := e.fake.Calls(faketracker.MethodCreate); got != 2 {
+			t.Fatalf("creates %d, want 2", got)
+		}
+	})
+
+	t.Run("UnauthorizedTwiceIsRetriedOnlyOnce", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.FailNext(faketracker.MethodCreate, 2, tracker.ErrUnauthorized)
+		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		wantCode(t, err, writes.CodeUnavailable)
+		if got := e.fake.Calls(faketracker.MethodCreate); got != 2 {
+			t.Fatalf("creates %d, want 2", got)
+		}
+	})
+}
+
+func TestWritesSpendTheBudgetAndAreNeverHeldBack(t *testing.T) {
+	e := newEnv(t, faketracker.LikeVikunja)
+	for i := range 45 {
+		e.mustEnsure("k"+string(rune('A'+i)), tracker.Draft{Title: "x"})
+	}
+	if left := e.budget.Left("acme/fake"); left != 0 {
+		t.Fatalf("left %d after 45 writes", left)
+	}
+	if e.budget.Take("acme/fake") {
+		t.Fatal("a poll took a request the writes spent")
+	}
+}
+
+// slowCreate blocks Create until released, whatever its context says: a
+// request the tracker finishes after relayr gave up.
+type slowCreate struct {
+	*faketracker.Tracker
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowCreate) Create(_ context.Context, key string, d tracker.Draft) (tracker.Item, error) {
+	close(s.entered)
+	<-s.release
+	return s.Tracker.Create(context.Background(), key, d)
+}
+
+type staticConnector struct{ t tracker.Tracker }
+
+func (c *staticConnector) Kind() string { return "fake" }
+func (c *staticConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+	return c.t, nil
+}
