@@ -1,0 +1,151 @@
+package plane_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/adapters/plane"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackertest"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
+)
+
+// emulated is an adapter over a fresh emulation, served on loopback.
+type emulated struct {
+	emu  *planeemu.Server
+	conn *plane.Connector
+	tr   *plane.Tracker
+	url  string
+}
+
+func newEmulated(t *testing.T, opts planeemu.Options, cfg plane.Config) *emulated {
+	t.Helper()
+	emu := planeemu.New(opts)
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	cfg.BaseURL, cfg.Workspace, cfg.Project = srv.URL, emu.Workspace, emu.Project
+	if cfg.WebURL == "" {
+		cfg.WebURL = "https://plane.example.com"
+	}
+	conn, err := plane.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := conn.Connect(context.Background(), tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "acme", Workspace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &emulated{emu: emu, conn: conn, tr: tr.(*plane.Tracker), url: srv.URL}
+}
+
+// emuPerson acts through the emulation's web-app side.
+type emuPerson struct{ emu *planeemu.Server }
+
+func (p emuPerson) Retitle(_ context.Context, id, title string) error {
+	return p.emu.Retitle(id, title)
+}
+func (p emuPerson) Comment(_ context.Context, id, body string) error {
+	_, err := p.emu.Comment(id, body)
+	return err
+}
+func (p emuPerson) Delete(_ context.Context, id string) error { return p.emu.Delete(id) }
+
+func TestContract(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pageSize int
+	}{{"Emulation", 0}, {"EmulationPagesOfThree", 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			trackertest.Run(t, func(t *testing.T) trackertest.Harness {
+				// Plane's own rate limit, 60 a minute per key, stays on.
+				e := newEmulated(t, planeemu.Options{}, plane.Config{PageSize: c.pageSize})
+				return trackertest.Harness{
+					Tracker: e.tr,
+					Person:  emuPerson{e.emu},
+					Wait:    e.emu.Advance,
+					Webhook: func(id, secret string) (http.Header, []byte) {
+						h, b, _ := e.emu.ItemDelivery(id, secret)
+						return h, b
+					},
+				}
+			})
+		})
+	}
+	t.Run("Plane", func(t *testing.T) {
+		env := map[string]string{}
+		for _, k := range []string{"RELAYR_PLANE_URL", "RELAYR_PLANE_KEY", "RELAYR_PLANE_WORKSPACE", "RELAYR_PLANE_PROJECT"} {
+			env[k] = os.Getenv(k)
+			if env[k] == "" {
+				t.Skipf("no live Plane: set RELAYR_PLANE_URL, RELAYR_PLANE_KEY, RELAYR_PLANE_WORKSPACE and RELAYR_PLANE_PROJECT to run the contract against one (%s is unset)", k)
+			}
+		}
+		conn, err := plane.NewConnector(plane.Config{
+			BaseURL: env["RELAYR_PLANE_URL"], Workspace: env["RELAYR_PLANE_WORKSPACE"], Project: env["RELAYR_PLANE_PROJECT"],
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trackertest.Run(t, func(t *testing.T) trackertest.Harness {
+			tr, err := conn.Connect(context.Background(), tracker.Credentials{Token: env["RELAYR_PLANE_KEY"]},
+				tracker.Source{Tenant: "relayr-contract", Workspace: "live"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return trackertest.Harness{
+				Tracker: tr,
+				Person: livePerson{
+					base: env["RELAYR_PLANE_URL"] + "/api/v1/workspaces/" + env["RELAYR_PLANE_WORKSPACE"] + "/projects/" + env["RELAYR_PLANE_PROJECT"] + "/work-items/",
+					key:  env["RELAYR_PLANE_KEY"],
+				},
+				// A live Plane's clock passes on its own.
+				Wait: time.Sleep,
+			}
+		})
+	})
+}
+
+// livePerson acts through Plane's API with the same key: it is not a
+// different user, but its writes carry no external id.
+type livePerson struct{ base, key string }
+
+func (p livePerson) call(ctx context.Context, method, path string, body any) error {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.base+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Api-Key", p.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	return nil
+}
+
+func (p livePerson) Retitle(ctx context.Context, id, title string) error {
+	return p.call(ctx, http.MethodPatch, id+"/", map[string]any{"name": title})
+}
+func (p livePerson) Comment(ctx context.Context, id, body string) error {
+	return p.call(ctx, http.MethodPost, id+"/comments/", map[string]any{"comment_html": body})
+}
+func (p livePerson) Delete(ctx context.Context, id string) error {
+	return p.call(ctx, http.MethodDelete, id+"/", nil)
+}

@@ -1,0 +1,74 @@
+package plane_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+
+	"github.com/relayr-go/relayr/adapters/plane"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
+)
+
+// A Connector per Plane project makes a Tracker per lattice workspace; the
+// key files an item once, and a second create names the first.
+func Example() {
+	emu := planeemu.New(planeemu.Options{})
+	srv := httptest.NewServer(emu)
+	defer srv.Close()
+
+	conn, err := plane.NewConnector(plane.Config{
+		BaseURL:   srv.URL,
+		WebURL:    "https://plane.example.com",
+		Workspace: emu.Workspace,
+		Project:   emu.Project,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	tr, err := conn.Connect(ctx, tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "acme", Workspace: "ops"})
+	if err != nil {
+		panic(err)
+	}
+	it, err := tr.Create(ctx, "nightly/failed", tracker.Draft{Title: "Nightly build failed", State: tracker.Todo, Labels: []string{"ci"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(it.Ref.Name, it.Ref.Link, it.State, it.Labels)
+
+	_, err = tr.Create(ctx, "nightly/failed", tracker.Draft{Title: "Nightly build failed"})
+	var exists *tracker.ExistsError
+	fmt.Println(errors.As(err, &exists) && exists.ID == it.Ref.ID)
+
+	found, err := tr.Find(ctx, "nightly/failed")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(found.Ref.Name, found.Ref.Key)
+	// Output:
+	// OPS-1 https://plane.example.com/relayr/browse/OPS-1/ todo [ci]
+	// true
+	// OPS-1 nightly/failed
+}
+
+// Description says what Plane will hold for a description, so what relayr
+// records compares equal with what it reads back.
+func ExampleDescription() {
+	fmt.Printf("%q\n", plane.Description("Build 42 failed"))
+	fmt.Printf("%q\n", plane.Description("<p>a</p><p>b</p>"))
+	fmt.Printf("%q\n", plane.Description(""))
+	// Output:
+	// "<p>Build 42 failed</p>"
+	// "<div><p>a</p><p>b</p></div>"
+	// ""
+}
+
+// Verify checks X-Plane-Signature over the raw body of a delivery.
+func ExampleVerify() {
+	body := []byte(`{"event": "issue", "action": "updated", "data": {"project": "p"}}`)
+	sig := planeemu.Sign("plane_wh_secret", body)
+	fmt.Println(plane.Verify("plane_wh_secret", sig, body), plane.Verify("other", sig, body))
+	// Output: true false
+}

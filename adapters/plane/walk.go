@@ -1,0 +1,320 @@
+package plane
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// Plane has no "changed since" filter and pages by offset (§3.3, §3.9): an
+// item updated while a walk pages moves to one end of the order, an item
+// deleted or archived leaves a hole, and every item after it shifts by one.
+// A walk that reads page after page would then read an item twice (harmless)
+// or skip one (not harmless: a change missed, or a live item taken for
+// removed by the sweep).
+//
+// So each page after the first overlaps the previous one. Plane's offset is
+// page × this request's per_page, so the walk picks per_page and page such
+// that the page starts a few items before the last one read and reaches past
+// it (window). If the first item of a page is one the walk hasn't read,
+// items shifted back further than the overlap: the walk steps back until it
+// reads a page that starts on familiar ground.
+
+// row is one listed object, with the time it is ordered by.
+type row struct {
+	id  string
+	at  time.Time
+	raw json.RawMessage
+}
+
+func itemRow(r json.RawMessage) (row, error) {
+	w, err := decodeItem(r)
+	if err != nil {
+		return row{}, err
+	}
+	at, _ := parseTime(*w.UpdatedAt)
+	return row{id: w.ID, at: at, raw: r}, nil
+}
+
+func commentRow(r json.RawMessage) (row, error) {
+	w, err := decodeComment(r)
+	if err != nil {
+		return row{}, err
+	}
+	at, _ := parseTime(*w.CreatedAt)
+	return row{id: w.ID, at: at, raw: r}, nil
+}
+
+// maxBackoffs bounds the steps back of one walk: past it, the project is
+// changing faster than it can be read, and the walk fails as Unavailable.
+const maxBackoffs = 64
+
+// overlap is how many items each page re-reads of the one before.
+func overlap(size int) int { return min(max(size/10, 1), 20) }
+
+// window picks the page that starts before end (the offset just past the
+// last item read), at least overlap items before it where it can, and
+// reaches past it, reading as few items twice as it can. checked is false
+// when no page can overlap (tiny page sizes): the page then starts at end.
+func window(end, size int) (page, perPage int, checked bool) {
+	v := overlap(size)
+	best, found := 0, false
+	for q := size; q >= 1; q-- {
+		for _, p := range []int{(end - 1) / q, (end - v) / q} {
+			if p < 0 {
+				continue
+			}
+			off := p * q
+			if off > end-1 || off+q <= end {
+				continue
+			}
+			again := end - off
+			score := (off + q - end) - again
+			if again < v {
+				score -= size
+			}
+			if !found || score > best {
+				best, page, perPage, found = score, p, q, true
+			}
+		}
+	}
+	if !found {
+		return end / size, size, false
+	}
+	return page, perPage, true
+}
+
+// fetch reads one page of a list ordered by orderBy ("" for the endpoint's
+// own order).
+func (t *Tracker) fetch(ctx context.Context, path, orderBy string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
+	u := fmt.Sprintf("%s?per_page=%d&cursor=%d:%d:0", path, perPage, perPage, page)
+	if orderBy != "" {
+		u += "&order_by=" + orderBy
+	}
+	a, err := t.cl.do(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := classify(a); err != nil {
+		return nil, false, err
+	}
+	env, err := decodeEnvelope(a.body)
+	if err != nil {
+		return nil, false, err
+	}
+	rows := make([]row, 0, len(env.Results))
+	for _, r := range env.Results {
+		x, err := rowOf(r)
+		if err != nil {
+			return nil, false, err
+		}
+		rows = append(rows, x)
+	}
+	return rows, env.NextPageResults, nil
+}
+
+// walkNewestFirst reads a list ordered newest first until a page reaches
+// past since, and answers every row read once (the newest reading of each).
+// With recheck, a walk of more than one page reads the first page again at
+// the end: an item changed during the walk moved there, behind the walk.
+func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
+	size := t.cfg.PageSize
+	seen := map[string]row{}
+	keep := func(rows []row) {
+		for _, r := range rows {
+			if old, ok := seen[r.id]; !ok || r.at.After(old.at) {
+				seen[r.id] = r
+			}
+		}
+	}
+	end, pages, backoffs := 0, 0, 0
+	for {
+		page, perPage, checked := 0, size, false
+		if end > 0 {
+			page, perPage, checked = window(end, size)
+		}
+		rows, more, err := t.fetch(ctx, path, orderBy, page, perPage, rowOf)
+		if err != nil {
+			return nil, err
+		}
+		off := page * perPage
+		if checked && len(rows) > 0 {
+			if _, ok := seen[rows[0].id]; !ok {
+				if backoffs++; backoffs > maxBackoffs {
+					return nil, fmt.Errorf("plane: the list shifted under every page read: %w", tracker.ErrUnavailable)
+				}
+				end = off
+				continue
+			}
+		}
+		keep(rows)
+		pages++
+		end = off + len(rows)
+		if !more || len(rows) == 0 || rows[len(rows)-1].at.Before(since) {
+			break
+		}
+	}
+	if recheck && pages > 1 {
+		rows, _, err := t.fetch(ctx, path, orderBy, 0, size, rowOf)
+		if err != nil {
+			return nil, err
+		}
+		keep(rows)
+	}
+	out := make([]row, 0, len(seen))
+	for _, r := range seen {
+		out = append(out, r)
+	}
+	sortRows(out)
+	return out, nil
+}
+
+func sortRows(rows []row) {
+	sort.Slice(rows, func(i, j int) bool {
+		if !rows[i].at.Equal(rows[j].at) {
+			return rows[i].at.Before(rows[j].at)
+		}
+		return rows[i].id < rows[j].id
+	})
+}
+
+// Items implements tracker.Tracker.
+//
+// With a Since, it walks order_by=-updated_at down to the first item older
+// than Since (the follower has already subtracted its lookback) and answers
+// every item changed at or after it in one page, ordered by (updated_at, id).
+//
+// With a zero Since it streams the whole project a page at a time, walking
+// order_by=updated_at upwards, so the pages together are in (updated_at, id)
+// order and an item changed during the walk is met again at its end. Page
+// tokens carry the walk's position; no more than a page is held.
+func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+	path := t.projectPath("work-items/")
+	if q.Since.IsZero() {
+		return t.sweep(ctx, path, q.Page)
+	}
+	if err := ctx.Err(); err != nil {
+		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
+	}
+	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", q.Since, itemRow, true)
+	if err != nil {
+		return tracker.Page{}, err
+	}
+	items := make([]tracker.Item, 0, len(rows))
+	for _, r := range rows {
+		if r.at.Before(q.Since) {
+			continue
+		}
+		it, err := t.item(ctx, r.raw)
+		if err != nil {
+			return tracker.Page{}, err
+		}
+		items = append(items, it)
+	}
+	return tracker.Page{Items: items}, nil
+}
+
+// sweepState is a zero-Since walk's position: the offset just past the last
+// item read, and the last (updated_at) answered with the ids answered at it.
+type sweepState struct {
+	End  int      `json:"e"`
+	At   int64    `json:"t,omitempty"` // Unix microseconds
+	IDs  []string `json:"i,omitempty"`
+	Size int      `json:"s"`
+}
+
+func (s sweepState) answered(r row) bool {
+	if s.At == 0 && len(s.IDs) == 0 {
+		return false
+	}
+	at := r.at.UnixMicro()
+	return at < s.At || (at == s.At && slices.Contains(s.IDs, r.id))
+}
+
+func decodePage(token string, size int) (sweepState, error) {
+	if token == "" {
+		return sweepState{Size: size}, nil
+	}
+	var s sweepState
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || json.Unmarshal(b, &s) != nil || s.End < 0 || s.Size < 1 || s.Size > DefaultPageSize {
+		return s, &tracker.InvalidError{Field: "page", Reason: errBadPage.Error()}
+	}
+	return s, nil
+}
+
+func (s sweepState) encode() string {
+	b, _ := json.Marshal(s)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sweep answers the next page of a zero-Since walk.
+func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, error) {
+	st, err := decodePage(token, t.cfg.PageSize)
+	if err != nil {
+		return tracker.Page{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
+	}
+	for tries := 0; ; tries++ {
+		if tries > maxBackoffs {
+			return tracker.Page{}, fmt.Errorf("plane: the list shifted under every page read: %w", tracker.ErrUnavailable)
+		}
+		page, perPage, checked := 0, st.Size, false
+		if st.End > 0 {
+			page, perPage, checked = window(st.End, st.Size)
+		}
+		rows, more, err := t.fetch(ctx, path, "updated_at", page, perPage, itemRow)
+		if err != nil {
+			return tracker.Page{}, err
+		}
+		off := page * perPage
+		if checked && len(rows) > 0 && (st.At != 0 || len(st.IDs) > 0) && !st.answered(rows[0]) {
+			st.End = off
+			continue
+		}
+		var fresh []row
+		for _, r := range rows {
+			if !st.answered(r) && !slices.ContainsFunc(fresh, func(f row) bool { return f.id == r.id }) {
+				fresh = append(fresh, r)
+			}
+		}
+		sortRows(fresh)
+		st.End = off + len(rows)
+		if len(fresh) > 0 {
+			last := fresh[len(fresh)-1].at.UnixMicro()
+			if last != st.At {
+				st.At, st.IDs = last, nil
+			}
+			for _, r := range fresh {
+				if r.at.UnixMicro() == last {
+					st.IDs = append(st.IDs, r.id)
+				}
+			}
+		}
+		if len(fresh) == 0 && more && len(rows) > 0 {
+			continue
+		}
+		items := make([]tracker.Item, 0, len(fresh))
+		for _, r := range fresh {
+			it, err := t.item(ctx, r.raw)
+			if err != nil {
+				return tracker.Page{}, err
+			}
+			items = append(items, it)
+		}
+		next := ""
+		if more && len(rows) > 0 {
+			next = st.encode()
+		}
+		return tracker.Page{Items: items, Next: next}, nil
+	}
+}
