@@ -1,3 +1,7 @@
 module github.com/relayr-go/relayr/adapters/httpapi
 
 go 1.26
+
+require github.com/relayr-go/relayr/core v0.0.0
+
+replace github.com/relayr-go/relayr/core => ../../core

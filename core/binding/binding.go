@@ -179,6 +179,15 @@ func (cs *Connections) LastCredentials(b Binding) (tracker.Credentials, bool) {
 	return c.creds, c.tracker != nil
 }
 
+// Cached answers the binding's tracker and the credentials it was made
+// with, as last asked for, without asking (false when never asked).
+func (cs *Connections) Cached(b Binding) (tracker.Tracker, tracker.Credentials, bool) {
+	c := cs.connOf(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tracker, c.creds, c.tracker != nil
+}
+
 // Asked answers how many times credentials were asked for a tenant's
 // tracker kind.
 func (cs *Connections) Asked(tenant, kind string) int {

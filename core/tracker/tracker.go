@@ -139,12 +139,37 @@ type Cursor struct {
 	ID        string    `json:"id"`
 }
 
-// Before reports whether c sorts strictly before d.
+// Before reports whether c sorts strictly before d. Ids that are both
+// decimal numbers (Vikunja's) compare as numbers, so "9" sorts before "10";
+// others (Plane's UUIDs) compare as text.
 func (c Cursor) Before(d Cursor) bool {
 	if !c.UpdatedAt.Equal(d.UpdatedAt) {
 		return c.UpdatedAt.Before(d.UpdatedAt)
 	}
-	return c.ID < d.ID
+	return LessID(c.ID, d.ID)
+}
+
+// LessID orders item ids: decimal numbers by value, anything else as text.
+func LessID(a, b string) bool {
+	if decimal(a) && decimal(b) {
+		a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+		if len(a) != len(b) {
+			return len(a) < len(b)
+		}
+	}
+	return a < b
+}
+
+func decimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Of is the cursor an item sits at.

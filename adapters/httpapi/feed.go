@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+)
+
+// FeedResponse is one read of a workspace's events.
+type FeedResponse struct {
+	Events []eventlog.Event `json:"events"`
+	// Next is the sequence number to read after next time.
+	Next int64 `json:"next"`
+}
+
+// pollEvery is how often a long-poll reads again when no notification can
+// reach it (another replica's appends).
+const pollEvery = time.Second
+
+func (a *API) events(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := a.tenantOf(w, r)
+	if !ok {
+		return
+	}
+	workspace := r.PathValue("workspace")
+	q := r.URL.Query()
+	after, err := intParam(q.Get("after"), 0)
+	if err != nil || after < 0 {
+		writeError(w, http.StatusBadRequest, "invalid", "after must be a sequence number (0 or more)", 0)
+		return
+	}
+	limit, err := intParam(q.Get("limit"), DefaultLimit)
+	if err != nil || limit < 1 || limit > MaxLimit {
+		writeError(w, http.StatusBadRequest, "invalid", "limit must be from 1 to "+strconv.Itoa(MaxLimit), 0)
+		return
+	}
+	var wait time.Duration
+	if s := q.Get("wait"); s != "" {
+		wait, err = time.ParseDuration(s)
+		if err != nil || wait < 0 || wait > MaxWait {
+			writeError(w, http.StatusBadRequest, "invalid", "wait must be a duration from 0s to "+MaxWait.String(), 0)
+			return
+		}
+	}
+	ctx, cancel := a.c.Clock.WithTimeout(r.Context(), wait)
+	defer cancel()
+	notify, _ := a.c.Log.(*eventlog.Notifying)
+	for {
+		var changed <-chan struct{}
+		if notify != nil {
+			changed = notify.Changed(tenant, workspace)
+		}
+		evs, err := a.c.Log.Read(r.Context(), tenant, workspace, int64(after), limit)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log: "+err.Error(), time.Second)
+			return
+		}
+		if len(evs) > 0 || wait == 0 || ctx.Err() != nil {
+			next := int64(after)
+			if len(evs) > 0 {
+				next = evs[len(evs)-1].Seq
+			} else {
+				evs = []eventlog.Event{}
+			}
+			writeJSON(w, http.StatusOK, FeedResponse{Events: evs, Next: next})
+			return
+		}
+		if err := waitFor(ctx, a.c.Clock, changed); err != nil && r.Context().Err() != nil {
+			return // the client went away
+		}
+	}
+}
+
+// waitFor waits for a notification, the poll interval, or the context.
+func waitFor(ctx context.Context, c clock.Clock, changed <-chan struct{}) error {
+	select {
+	case <-changed:
+	case <-c.After(pollEvery):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+func intParam(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.Atoi(s)
+}

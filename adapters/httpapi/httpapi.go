@@ -1,0 +1,414 @@
+// Package httpapi is relayr's HTTP surface: the webhook nudges of ADR-0036,
+// the write API runs file, edit and comment through (ADR-0033), the event
+// feed, and health.
+//
+// Every route but the webhooks' and health's takes a per-tenant bearer token,
+// compared in constant time; a token of one tenant reaches nothing of
+// another. Every body is limited, every error is JSON with a stable code, and
+// garbage gets a 4xx, never a 5xx.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+// Limits of the surface.
+const (
+	// MaxNudgeBody is the largest webhook delivery read (ADR-0036: 1 MB).
+	MaxNudgeBody = 1 << 20
+	// MaxBody is the largest request body of the write API.
+	MaxBody = 1 << 20
+	// MaxWait is the longest a feed read waits for events.
+	MaxWait = 60 * time.Second
+	// MaxLimit is the most events one feed read answers.
+	MaxLimit = 1000
+	// DefaultLimit is how many events a feed read answers when it names no
+	// limit.
+	DefaultLimit = 100
+)
+
+// Writes is the write path the API serves (*writes.Writer).
+type Writes interface {
+	EnsureItem(ctx context.Context, p writes.EnsureParams) (writes.Result, error)
+	Update(ctx context.Context, p writes.UpdateParams) (tracker.Item, error)
+	Comment(ctx context.Context, p writes.CommentParams) (writes.CommentResult, error)
+}
+
+// Waker wakes the follower of a binding after a verified nudge; the follower
+// debounces (ADR-0036: 2 s).
+type Waker interface {
+	Wake(b binding.Binding)
+}
+
+// Pinger answers whether the ledger is reachable and migrated.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config is what the API serves from.
+type Config struct {
+	Writes Writes
+	// Log is the event log the feed reads. A *eventlog.Notifying wakes
+	// long-polls at once; any other Log is read again every second.
+	Log eventlog.Log
+	// Connections holds the bindings and the credentials their followers
+	// last asked for, which verify webhook deliveries.
+	Connections  *binding.Connections
+	Integrations integrations.Integrations // Always when nil
+	Waker        Waker
+	Ledger       Pinger
+	// Tokens maps each bearer token to its tenant.
+	Tokens map[string]string
+	// OperatorToken guards /metrics ("" leaves /metrics closed).
+	OperatorToken string
+	// Metrics serves /metrics (the app's Prometheus handler).
+	Metrics  http.Handler
+	Counters metrics.Metrics // Discard when nil
+	Clock    clock.Clock     // System when nil
+	Logger   *slog.Logger    // discards when nil
+}
+
+// API is the handler.
+type API struct {
+	c      Config
+	tokens []tokenEntry
+	op     [32]byte
+	mux    *http.ServeMux
+}
+
+// Route is one route of the API, as the OpenAPI document lists it.
+type Route struct {
+	Method  string
+	Pattern string
+	// Public routes take no bearer token.
+	Public bool
+}
+
+// Routes lists every route New serves.
+func Routes() []Route {
+	var out []Route
+	for _, r := range (&API{}).routes() {
+		out = append(out, r.Route)
+	}
+	return out
+}
+
+type tokenEntry struct {
+	digest [32]byte
+	tenant string
+}
+
+type route struct {
+	Route
+	h http.HandlerFunc
+}
+
+const (
+	workspacePath = "/relayr/v1/tenants/{tenant}/workspaces/{workspace}"
+)
+
+func (a *API) routes() []route {
+	return []route{
+		{Route{http.MethodPost, "/relayr/v1/trackers/{tenant}/{tracker}", true}, a.webhook},
+		{Route{http.MethodPost, workspacePath + "/items/ensure", false}, a.ensure},
+		{Route{http.MethodPost, workspacePath + "/items/update", false}, a.update},
+		{Route{http.MethodPost, workspacePath + "/comments", false}, a.comment},
+		{Route{http.MethodGet, workspacePath + "/events", false}, a.events},
+		{Route{http.MethodGet, "/healthz", true}, a.healthz},
+		{Route{http.MethodGet, "/readyz", true}, a.readyz},
+		{Route{http.MethodGet, "/metrics", false}, a.metrics},
+		{Route{http.MethodGet, "/relayr/v1/openapi.json", true}, a.openapi},
+	}
+}
+
+// New returns the API's handler.
+func New(c Config) *API {
+	if c.Integrations == nil {
+		c.Integrations = integrations.Always
+	}
+	if c.Counters == nil {
+		c.Counters = metrics.Discard{}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &API{c: c, mux: http.NewServeMux()}
+	for tok, tenant := range c.Tokens {
+		if tok != "" {
+			a.tokens = append(a.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
+		}
+	}
+	if c.OperatorToken != "" {
+		a.op = sha256.Sum256([]byte(c.OperatorToken))
+	}
+	for _, r := range a.routes() {
+		a.mux.HandleFunc(r.Method+" "+r.Pattern, r.h)
+	}
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such route", 0)
+	})
+	return a
+}
+
+// ServeHTTP implements http.Handler: it recovers a panic as a 500 (a bug,
+// logged), answers unknown methods and routes in JSON, and limits bodies.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			a.c.Logger.Error("httpapi: panic", "panic", v, "stack", string(debug.Stack()))
+			writeError(w, http.StatusInternalServerError, "internal", "internal error", 0)
+		}
+	}()
+	if _, pattern := a.mux.Handler(r); pattern == "" || pattern == "/" {
+		// ServeMux answers a method it doesn't route with a plain-text 405.
+		for _, rt := range a.routes() {
+			if matches(rt.Pattern, r.URL.Path) {
+				w.Header().Set("Allow", rt.Method)
+				writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here", 0)
+				return
+			}
+		}
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// matches reports whether path fits a pattern's segments.
+func matches(pattern, path string) bool {
+	ps, qs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(qs) {
+		return false
+	}
+	for i := range ps {
+		if strings.HasPrefix(ps[i], "{") {
+			if qs[i] == "" {
+				return false
+			}
+			continue
+		}
+		if ps[i] != qs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// tenantOf authenticates the bearer token and checks it is the path's
+// tenant's. It writes the error and answers false when not.
+func (a *API) tenantOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	tok, ok := bearer(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="relayr"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "a bearer token is required", 0)
+		return "", false
+	}
+	tenant, known := a.tenantOfToken(tok)
+	if !known {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="relayr", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "the token is not valid", 0)
+		return "", false
+	}
+	if r.PathValue("tenant") != tenant {
+		// A token of tenant A reaches nothing of tenant B.
+		writeError(w, http.StatusForbidden, "not_allowed", "the token is not this tenant's", 0)
+		return "", false
+	}
+	return tenant, true
+}
+
+// tenantOfToken compares the token's digest with every known token's in
+// constant time, never stopping at the first match, so the time taken tells
+// nothing of which token, or how much of one, was right.
+func (a *API) tenantOfToken(tok string) (string, bool) {
+	sum := sha256.Sum256([]byte(tok))
+	tenant, found := "", 0
+	for _, e := range a.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], e.digest[:])
+		if eq == 1 {
+			tenant = e.tenant
+		}
+		found |= eq
+	}
+	return tenant, found == 1
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// errorBody is every error's JSON.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter time.Duration) {
+	if retryAfter > 0 {
+		secs := int((retryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", fmt.Sprint(secs))
+	}
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body strictly: within MaxBody, one object, no unknown
+// fields. It writes the error and answers false when the body is bad.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength > MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, string(writes.CodeInvalid), fmt.Sprintf("the body is over %d bytes", MaxBody), 0)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, string(writes.CodeInvalid), fmt.Sprintf("the body is over %d bytes", MaxBody), 0)
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, string(writes.CodeInvalid), "bad JSON body: "+err.Error(), 0)
+		return false
+	}
+	return true
+}
+
+// writeWriteError answers a write's failure with its code's status.
+func writeWriteError(w http.ResponseWriter, err error) {
+	var we *writes.Error
+	if !errors.As(err, &we) {
+		writeError(w, http.StatusServiceUnavailable, string(writes.CodeUnavailable), err.Error(), time.Second)
+		return
+	}
+	status := StatusOf(we.Code)
+	var wait time.Duration
+	if we.Code.Retryable() {
+		wait = max(we.RetryAfter, time.Second)
+	}
+	writeError(w, status, string(we.Code), we.Error(), wait)
+}
+
+// StatusOf is the HTTP status of a write's code.
+func StatusOf(c writes.Code) int {
+	switch c {
+	case writes.CodeClaimed:
+		return http.StatusConflict
+	case writes.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case writes.CodeLoop:
+		// Not 429: generic clients retry a 429, and a loop is stopped for
+		// good.
+		return http.StatusConflict
+	case writes.CodeNotAllowed:
+		return http.StatusForbidden
+	case writes.CodeRefused:
+		return http.StatusUnprocessableEntity
+	case writes.CodeDeleted:
+		return http.StatusGone
+	case writes.CodeInvalid:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+}
+
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if a.c.Ledger == nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "no ledger", 0)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := a.c.Ledger.Ping(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "ledger: "+err.Error(), 0)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (a *API) metrics(w http.ResponseWriter, r *http.Request) {
+	tok, ok := bearer(r)
+	sum := sha256.Sum256([]byte(tok))
+	if a.c.Metrics == nil || a.op == ([32]byte{}) || !ok || subtle.ConstantTimeCompare(sum[:], a.op[:]) != 1 {
+		writeError(w, http.StatusUnauthorized, "unauthorized", "metrics take the operator token", 0)
+		return
+	}
+	a.c.Metrics.ServeHTTP(w, r)
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI is the API's OpenAPI 3 document.
+func OpenAPI() []byte { return openAPI }
+
+func (a *API) openapi(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPI)
+}
+
+// NewServer wraps the handler in an http.Server with timeouts on every
+// phase, so a slow client holds nothing for long.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A feed read may wait MaxWait for events.
+		WriteTimeout:   MaxWait + 15*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+	}
+}

@@ -1,0 +1,541 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const (
+	tokenA = "token-of-acme"
+	tokenB = "token-of-globex"
+	opTok  = "operator-token"
+	secret = "whsec"
+)
+
+type waker struct {
+	mu    sync.Mutex
+	woken []string
+}
+
+func (w *waker) Wake(b binding.Binding) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.woken = append(w.woken, b.Name())
+}
+
+func (w *waker) list() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.woken...)
+}
+
+type env struct {
+	t      *testing.T
+	clock  *clock.Fake
+	fake   *faketracker.Tracker
+	ledger *memledger.Ledger
+	log    *eventlog.Notifying
+	conns  *binding.Connections
+	sw     *integrations.Switches
+	m      *metrics.Memory
+	waker  *waker
+	api    *httpapi.API
+	srv    *httptest.Server
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
+	led := memledger.New()
+	conn := &faketracker.Connector{Fake: fake}
+	bindings := []binding.Binding{
+		{Tenant: "acme", Workspace: "ops", Connector: conn},
+		{Tenant: "acme", Workspace: "dev", Connector: conn},
+		{Tenant: "globex", Workspace: "ops", Connector: conn},
+	}
+	creds := tracker.StaticCredentials{"acme/fake": {Token: "k", WebhookSecret: secret}, "globex/fake": {Token: "k2", WebhookSecret: "other"}}
+	conns := binding.NewConnections(clk, creds, bindings...)
+	sw := integrations.NewSwitches()
+	m := metrics.NewMemory()
+	log := eventlog.NewNotifying(led)
+	wk := &waker{}
+	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m})
+	api := httpapi.New(httpapi.Config{
+		Writes: w, Log: log, Connections: conns, Integrations: sw, Waker: wk, Ledger: led,
+		Tokens:        map[string]string{tokenA: "acme", tokenB: "globex"},
+		OperatorToken: opTok,
+		Metrics:       http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "relayr_up 1\n") }),
+		Counters:      m, Clock: clk,
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &env{t: t, clock: clk, fake: fake, ledger: led, log: log, conns: conns, sw: sw, m: m, waker: wk, api: api, srv: srv}
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) code() string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &b)
+	return b.Error.Code
+}
+
+func (e *env) do(method, path, token string, body any, header ...string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, _ := io.ReadAll(res.Body)
+	return resp{res.StatusCode, res.Header, b}
+}
+
+const ws = "/relayr/v1/tenants/acme/workspaces/ops"
+
+func want(t *testing.T, r resp, status int, code string) {
+	t.Helper()
+	if r.status != status || r.code() != code {
+		t.Fatalf("status %d code %q, want %d %q; body %s", r.status, r.code(), status, code, r.body)
+	}
+}
+
+func TestWriteAPI(t *testing.T) {
+	t.Run("EnsureFilesOnceAndAnswers201ThenTheSameItemWith200", func(t *testing.T) {
+		e := newEnv(t)
+		r := e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "ci/1", Title: "Build failed", Labels: []string{"ci"}, Correlation: "run-1"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+		var first httpapi.ItemResponse
+		_ = json.Unmarshal(r.body, &first)
+		r = e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "ci/1", Title: "Build failed"})
+		var again httpapi.ItemResponse
+		_ = json.Unmarshal(r.body, &again)
+		if r.status != http.StatusOK || again.Item.ID != first.Item.ID || again.How != writes.Existing {
+			t.Fatalf("second: %d %s", r.status, r.body)
+		}
+		if first.Item.Name != "OPS-1" || first.Item.Key != "ci/1" || first.How != writes.Created {
+			t.Fatalf("first: %+v", first)
+		}
+	})
+
+	t.Run("TheCorrelationHeaderIsKeptOnTheRow", func(t *testing.T) {
+		e := newEnv(t)
+		e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t"}, httpapi.CorrelationHeader, "run-9")
+		row, err := e.ledger.Lookup(context.Background(), ledgerKey("k"))
+		if err != nil || row.Correlation != "run-9" {
+			t.Fatalf("row %+v %v", row, err)
+		}
+	})
+
+	t.Run("UpdateAndCommentByKey", func(t *testing.T) {
+		e := newEnv(t)
+		e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t"})
+		done := tracker.Done
+		r := e.do("POST", ws+"/items/update", tokenA, httpapi.UpdateRequest{Key: "k", State: &done})
+		var up httpapi.ItemResponse
+		_ = json.Unmarshal(r.body, &up)
+		if r.status != 200 || up.Item.State != tracker.Done {
+			t.Fatalf("update: %d %s", r.status, r.body)
+		}
+		r = e.do("POST", ws+"/comments", tokenA, httpapi.CommentRequest{ItemKey: "k", Key: "c1", Body: "hello"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("comment: %d %s", r.status, r.body)
+		}
+		r = e.do("POST", ws+"/comments", tokenA, httpapi.CommentRequest{ItemKey: "k", Key: "c1", Body: "hello"})
+		if r.status != http.StatusOK || e.fake.Calls(faketracker.MethodComment) != 1 {
+			t.Fatalf("comment again: %d, posted %d", r.status, e.fake.Calls(faketracker.MethodComment))
+		}
+	})
+
+	t.Run("EveryErrorCodeHasItsStatus", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			setup  func(e *env)
+			req    any
+			status int
+			code   string
+			retry  bool
+		}{
+			{"Invalid", nil, httpapi.EnsureRequest{Key: "", Title: "t"}, 400, "invalid", false},
+			{"InvalidTitle", nil, httpapi.EnsureRequest{Key: "k", Title: ""}, 400, "invalid", false},
+			{"NotAllowed", func(e *env) { e.sw.Set("acme", "ops", "tracker:fake", false) }, httpapi.EnsureRequest{Key: "k", Title: "t"}, 403, "not_allowed", false},
+			{"Claimed", func(e *env) {
+				_, _, _ = e.ledger.Claim(context.Background(), claimParams("k"))
+			}, httpapi.EnsureRequest{Key: "k", Title: "t"}, 409, "tracker_claimed", true},
+			{"Unavailable", func(e *env) { e.fake.FailNext(faketracker.MethodCreate, 1, tracker.ErrUnavailable) }, httpapi.EnsureRequest{Key: "k", Title: "t"}, 503, "tracker_unavailable", true},
+			{"RateLimitedCarriesItsWait", func(e *env) { e.fake.FailNext(faketracker.MethodCreate, 1, tracker.RateLimited(7*time.Second)) }, httpapi.EnsureRequest{Key: "k", Title: "t"}, 503, "tracker_unavailable", true},
+			{"Refused", func(e *env) { e.fake.FailNext(faketracker.MethodCreate, 1, tracker.ErrRefused) }, httpapi.EnsureRequest{Key: "k", Title: "t"}, 422, "refused", false},
+			{"Deleted", func(e *env) {
+				e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t"})
+				_ = e.fake.Delete(context.Background(), e.fake.ItemsByKey("k")[0].Ref.ID)
+			}, httpapi.EnsureRequest{Key: "k", Title: "t"}, 410, "deleted", false},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := newEnv(t)
+				if c.setup != nil {
+					c.setup(e)
+				}
+				r := e.do("POST", ws+"/items/ensure", tokenA, c.req)
+				want(t, r, c.status, c.code)
+				if got := r.header.Get("Retry-After"); (got != "") != c.retry {
+					t.Fatalf("Retry-After %q, retryable %v", got, c.retry)
+				}
+				if c.name == "RateLimitedCarriesItsWait" && r.header.Get("Retry-After") != "7" {
+					t.Fatalf("Retry-After %q, want 7", r.header.Get("Retry-After"))
+				}
+			})
+		}
+	})
+
+	t.Run("TheLoopCapIsTrackerLoopWithoutRetryAfter", func(t *testing.T) {
+		e := newEnv(t)
+		e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t0"})
+		var r resp
+		for i := range 20 {
+			title := "t" + string(rune('a'+i))
+			r = e.do("POST", ws+"/items/update", tokenA, httpapi.UpdateRequest{Key: "k", Title: &title})
+		}
+		want(t, r, 409, "tracker_loop")
+		if r.header.Get("Retry-After") != "" {
+			t.Fatal("a loop is not retryable, yet carries Retry-After")
+		}
+		if e.m.Get(metrics.Loops) != 1 {
+			t.Fatalf("loops %v", e.m.Get(metrics.Loops))
+		}
+	})
+
+	t.Run("GarbageGetsA4xxAndWritesNothing", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			body   any
+			status int
+		}{
+			{"BrokenJSON", `{"key":`, 400},
+			{"NotAnObject", `[1,2]`, 400},
+			{"UnknownField", `{"key":"k","title":"t","bogus":1}`, 400},
+			{"WrongType", `{"key":5,"title":"t"}`, 400},
+			{"TwoObjects", `{"key":"k","title":"t"}{"key":"k"}`, 400},
+			{"TrailingGarbage", `{"key":"k","title":"t"} x`, 400},
+			{"Empty", ``, 400},
+			{"OverTheLimit", `{"key":"k","title":"` + strings.Repeat("x", httpapi.MaxBody) + `"}`, 413},
+			{"BadState", `{"key":"k","title":"t","state":"finished"}`, 400},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := newEnv(t)
+				r := e.do("POST", ws+"/items/ensure", tokenA, c.body)
+				want(t, r, c.status, "invalid")
+				if e.fake.TotalCalls() != 0 {
+					t.Fatal("garbage reached the tracker")
+				}
+			})
+		}
+	})
+}
+
+func ledgerKey(k string) ledger.Key {
+	return ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: k}
+}
+
+func claimParams(k string) ledger.ClaimParams {
+	return ledger.ClaimParams{Key: ledgerKey(k), Now: t0, RetakeAfter: 30 * time.Second}
+}
+
+func TestAuth(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		path   string
+		token  string
+		status int
+		code   string
+	}{
+		{"NoToken", ws + "/events", "", 401, "unauthorized"},
+		{"UnknownToken", ws + "/events", "nope", 401, "unauthorized"},
+		{"AnotherTenantsToken", ws + "/events", tokenB, 403, "not_allowed"},
+		{"AnotherTenantsTokenOnWrites", ws + "/items/ensure", tokenB, 403, "not_allowed"},
+		{"OperatorTokenIsNoTenantToken", ws + "/events", opTok, 401, "unauthorized"},
+		{"MetricsWithoutTheOperatorToken", "/metrics", tokenA, 401, "unauthorized"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			method := "GET"
+			var body any
+			if strings.HasSuffix(c.path, "ensure") {
+				method, body = "POST", httpapi.EnsureRequest{Key: "k", Title: "t"}
+			}
+			want(t, e.do(method, c.path, c.token, body), c.status, c.code)
+			if e.fake.TotalCalls() != 0 {
+				t.Fatal("an unauthorized request reached the tracker")
+			}
+		})
+	}
+	t.Run("MetricsWithTheOperatorToken", func(t *testing.T) {
+		e := newEnv(t)
+		if r := e.do("GET", "/metrics", opTok, nil); r.status != 200 || !strings.Contains(string(r.body), "relayr_up") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do("GET", "/healthz", "", nil); r.status != 200 {
+		t.Fatalf("healthz %d", r.status)
+	}
+	if r := e.do("GET", "/readyz", "", nil); r.status != 200 {
+		t.Fatalf("readyz %d %s", r.status, r.body)
+	}
+	want(t, e.do("GET", "/nowhere", "", nil), 404, "not_found")
+	want(t, e.do("DELETE", ws+"/items/ensure", tokenA, nil), 405, "method_not_allowed")
+}
+
+func TestFeed(t *testing.T) {
+	appendEv := func(e *env, id string) {
+		_, _, err := e.log.Append(context.Background(), eventlog.AppendParams{Publisher: eventlog.TrackerPublisher, Event: eventlog.Event{
+			ID: id, Tenant: "acme", Workspace: "ops", Type: "tracker:item_changed", Data: json.RawMessage(`{}`), At: t0,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(r resp) httpapi.FeedResponse {
+		var f httpapi.FeedResponse
+		if err := json.Unmarshal(r.body, &f); err != nil || r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return f
+	}
+	t.Run("EventsAfterASequenceWithALimit", func(t *testing.T) {
+		e := newEnv(t)
+		for _, id := range []string{"e1", "e2", "e3"} {
+			appendEv(e, id)
+		}
+		f := read(e.do("GET", ws+"/events?after=1&limit=1", tokenA, nil))
+		if len(f.Events) != 1 || f.Events[0].ID != "e2" || f.Next != 2 {
+			t.Fatalf("%+v", f)
+		}
+		f = read(e.do("GET", ws+"/events?after=3", tokenA, nil))
+		if len(f.Events) != 0 || f.Next != 3 {
+			t.Fatalf("%+v", f)
+		}
+	})
+	t.Run("ALongPollAnswersWhenAnEventIsAppended", func(t *testing.T) {
+		e := newEnv(t)
+		got := make(chan resp)
+		go func() { got <- e.do("GET", ws+"/events?wait=30s", tokenA, nil) }()
+		// The handler waits on its deadline and on the poll timer.
+		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		appendEv(e, "e1")
+		f := read(<-got)
+		if len(f.Events) != 1 || f.Events[0].ID != "e1" {
+			t.Fatalf("%+v", f)
+		}
+	})
+	t.Run("ALongPollEndsEmptyAtItsWait", func(t *testing.T) {
+		e := newEnv(t)
+		got := make(chan resp)
+		go func() { got <- e.do("GET", ws+"/events?wait=2s", tokenA, nil) }()
+		// Two seconds: the poll timer fires at one, the deadline at two.
+		for range 2 {
+			if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(time.Second)
+		}
+		if f := read(<-got); len(f.Events) != 0 {
+			t.Fatalf("%+v", f)
+		}
+	})
+	t.Run("BadParametersAreInvalid", func(t *testing.T) {
+		e := newEnv(t)
+		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "wait=forever", "wait=61s", "wait=-1s"} {
+			want(t, e.do("GET", ws+"/events?"+q, tokenA, nil), 400, "invalid")
+		}
+	})
+}
+
+func TestWebhook(t *testing.T) {
+	const hook = "/relayr/v1/trackers/acme/fake"
+	// The followers asked for credentials: only then can a delivery be
+	// verified (never asked for on a request).
+	asked := func(e *env) {
+		for _, w := range []string{"ops", "dev"} {
+			b, _ := e.conns.Binding("acme", w)
+			if _, err := e.conns.Tracker(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	signed := func(e *env, sec string) (http.Header, []byte) { return e.fake.Delivery(sec) }
+	post := func(e *env, path string, h http.Header, body []byte) resp {
+		return e.do("POST", path, "", body, faketracker.SignatureHeader, h.Get(faketracker.SignatureHeader))
+	}
+
+	t.Run("AVerifiedNudgeWakesTheProjectsFollowersAndAnswers204", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := signed(e, secret)
+		if r := post(e, hook, h, b); r.status != 204 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if got := e.waker.list(); len(got) != 2 {
+			t.Fatalf("woken %v, want both acme workspaces bound to the project", got)
+		}
+	})
+	t.Run("ABadSignatureIs401AndCounted", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := signed(e, "wrong")
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if e.m.Get(metrics.NudgesRefused) != 1 || len(e.waker.list()) != 0 {
+			t.Fatal("not counted, or woke a follower")
+		}
+	})
+	t.Run("AnUnknownTenantIsTheSame401", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := signed(e, secret)
+		want(t, post(e, "/relayr/v1/trackers/nobody/fake", h, b), 401, "unauthorized")
+		if e.m.Get(metrics.NudgesRefused) != 1 {
+			t.Fatal("not counted")
+		}
+	})
+	t.Run("ASwitchedOffWorkspaceIsTheSame401AfterTheSignature", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		e.sw.Set("acme", "ops", "tracker:fake", false)
+		e.sw.Set("acme", "dev", "tracker:fake", false)
+		h, b := signed(e, secret)
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if e.m.Get(metrics.NudgesRefused) != 1 {
+			t.Fatal("not counted")
+		}
+	})
+	t.Run("OneWorkspaceSwitchedOffLeavesTheOtherWoken", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		e.sw.Set("acme", "ops", "tracker:fake", false)
+		h, b := signed(e, secret)
+		if r := post(e, hook, h, b); r.status != 204 {
+			t.Fatalf("%d", r.status)
+		}
+		if got := e.waker.list(); len(got) != 1 || got[0] != "acme/dev" {
+			t.Fatalf("woken %v", got)
+		}
+	})
+	t.Run("CredentialsAreNeverAskedForOnARequest", func(t *testing.T) {
+		e := newEnv(t) // the followers never asked
+		h, b := signed(e, secret)
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if e.conns.Asked("acme", "fake") != 0 {
+			t.Fatal("a request asked for credentials")
+		}
+	})
+	t.Run("ABodyOver1MBIsRefusedByItsHeaderOrOnceRead", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		big := bytes.Repeat([]byte("x"), httpapi.MaxNudgeBody+1)
+		want(t, e.do("POST", hook, "", big), 413, "too_large")
+		// Chunked, with no length said: refused once 1 MB is read.
+		req, _ := http.NewRequest("POST", e.srv.URL+hook, io.MultiReader(bytes.NewReader(big)))
+		req.ContentLength = -1
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != 413 {
+			t.Fatalf("chunked: %d", res.StatusCode)
+		}
+	})
+}
+
+func TestOpenAPIDocumentsEveryRouteAndNoOther(t *testing.T) {
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(httpapi.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	served := map[string]bool{}
+	for _, r := range httpapi.Routes() {
+		served[r.Method+" "+r.Pattern] = true
+		if !documented[r.Method+" "+r.Pattern] {
+			t.Errorf("%s %s is served but not documented", r.Method, r.Pattern)
+		}
+	}
+	for op := range documented {
+		if !served[op] {
+			t.Errorf("%s is documented but not served", op)
+		}
+	}
+	e := newEnv(t)
+	if r := e.do("GET", "/relayr/v1/openapi.json", "", nil); r.status != 200 || !bytes.Equal(r.body, httpapi.OpenAPI()) {
+		t.Fatalf("served document: %d", r.status)
+	}
+}

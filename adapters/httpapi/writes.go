@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+// CorrelationHeader carries a run's correlation id when the body doesn't.
+const CorrelationHeader = "X-Relayr-Correlation"
+
+// EnsureRequest files an item once by key.
+type EnsureRequest struct {
+	Key         string        `json:"key"`
+	Title       string        `json:"title"`
+	Description string        `json:"description,omitempty"`
+	State       tracker.State `json:"state,omitempty"`
+	Labels      []string      `json:"labels,omitempty"`
+	Correlation string        `json:"correlation,omitempty"`
+}
+
+// UpdateRequest edits the item filed under a key; a field left out is left
+// as it is.
+type UpdateRequest struct {
+	Key         string         `json:"key"`
+	Title       *string        `json:"title,omitempty"`
+	Description *string        `json:"description,omitempty"`
+	State       *tracker.State `json:"state,omitempty"`
+	Labels      *[]string      `json:"labels,omitempty"`
+	Correlation string         `json:"correlation,omitempty"`
+}
+
+// CommentRequest comments once by key on the item filed under ItemKey.
+type CommentRequest struct {
+	ItemKey     string `json:"item_key"`
+	Key         string `json:"key"`
+	Body        string `json:"body"`
+	Correlation string `json:"correlation,omitempty"`
+}
+
+// ItemResponse is an item and how the request came to it (created, found,
+// existing, updated).
+type ItemResponse struct {
+	Item ItemJSON `json:"item"`
+	How  string   `json:"how"`
+}
+
+// ItemJSON is an item as the API answers it.
+type ItemJSON struct {
+	ID          string        `json:"id"`
+	Number      int64         `json:"number"`
+	Name        string        `json:"name"`
+	Link        string        `json:"link"`
+	Key         string        `json:"key"`
+	Title       string        `json:"title"`
+	Description string        `json:"description"`
+	State       tracker.State `json:"state"`
+	Labels      []string      `json:"labels"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	Archived    bool          `json:"archived,omitempty"`
+}
+
+func itemJSON(it tracker.Item) ItemJSON {
+	labels := it.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return ItemJSON{
+		ID: it.Ref.ID, Number: it.Ref.Number, Name: it.Ref.Name, Link: it.Ref.Link, Key: it.Ref.Key,
+		Title: it.Title, Description: it.Description, State: it.State, Labels: labels,
+		UpdatedAt: it.UpdatedAt, Archived: it.Archived,
+	}
+}
+
+// CommentResponse is a comment and how the request came to it.
+type CommentResponse struct {
+	Comment CommentJSON `json:"comment"`
+	How     string      `json:"how"`
+}
+
+// CommentJSON is a comment as the API answers it.
+type CommentJSON struct {
+	ID     string `json:"id"`
+	ItemID string `json:"item_id"`
+	Key    string `json:"key"`
+}
+
+func correlation(r *http.Request, body string) string {
+	if body != "" {
+		return body
+	}
+	return r.Header.Get(CorrelationHeader)
+}
+
+func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := a.tenantOf(w, r)
+	if !ok {
+		return
+	}
+	var req EnsureRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := a.c.Writes.EnsureItem(r.Context(), writes.EnsureParams{
+		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
+		Draft:       tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
+		Correlation: correlation(r, req.Correlation),
+	})
+	if err != nil {
+		writeWriteError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if res.How == writes.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, ItemResponse{Item: itemJSON(res.Item), How: res.How})
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := a.tenantOf(w, r)
+	if !ok {
+		return
+	}
+	var req UpdateRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	it, err := a.c.Writes.Update(r.Context(), writes.UpdateParams{
+		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
+		Patch:       tracker.Patch{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
+		Correlation: correlation(r, req.Correlation),
+	})
+	if err != nil {
+		writeWriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ItemResponse{Item: itemJSON(it), How: "updated"})
+}
+
+func (a *API) comment(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := a.tenantOf(w, r)
+	if !ok {
+		return
+	}
+	var req CommentRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := a.c.Writes.Comment(r.Context(), writes.CommentParams{
+		Tenant: tenant, Workspace: r.PathValue("workspace"), ItemKey: req.ItemKey, Key: req.Key,
+		Body: req.Body, Correlation: correlation(r, req.Correlation),
+	})
+	if err != nil {
+		writeWriteError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if res.How == writes.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, CommentResponse{Comment: CommentJSON{ID: res.Comment.ID, ItemID: res.Comment.ItemID, Key: res.Comment.Key}, How: res.How})
+}

@@ -1,0 +1,76 @@
+package tracker_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+func TestCursorOrder(t *testing.T) {
+	t1 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		a, b tracker.Cursor
+		want bool
+	}{
+		{"EarlierTimeFirst", tracker.Cursor{UpdatedAt: t1, ID: "9"}, tracker.Cursor{UpdatedAt: t1.Add(time.Second), ID: "1"}, true},
+		{"NumericIDsCompareAsNumbers", tracker.Cursor{UpdatedAt: t1, ID: "9"}, tracker.Cursor{UpdatedAt: t1, ID: "10"}, true},
+		{"NumericIDsCompareAsNumbersTheOtherWay", tracker.Cursor{UpdatedAt: t1, ID: "10"}, tracker.Cursor{UpdatedAt: t1, ID: "9"}, false},
+		{"UUIDsCompareAsText", tracker.Cursor{UpdatedAt: t1, ID: "0a"}, tracker.Cursor{UpdatedAt: t1, ID: "0b"}, true},
+		{"EqualIsNotBefore", tracker.Cursor{UpdatedAt: t1, ID: "5"}, tracker.Cursor{UpdatedAt: t1, ID: "5"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.a.Before(c.b); got != c.want {
+				t.Fatalf("%+v before %+v = %v", c.a, c.b, got)
+			}
+		})
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		key  string
+		ok   bool
+	}{
+		{"Plain", "ci/build-1", true},
+		{"Unicode", "ключ/ü/🙂", true},
+		{"Empty", "", false},
+		{"Exactly1024Bytes", strings.Repeat("k", 1024), true},
+		{"Over1024Bytes", strings.Repeat("k", 1025), false},
+		{"NUL", "a\x00b", false},
+		{"Newline", "a\nb", false},
+		{"Delete", "a\x7fb", false},
+		{"C1Control", "a\u0085b", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := tracker.ValidateKey(c.key)
+			if (err == nil) != c.ok {
+				t.Fatalf("ValidateKey: %v, want ok=%v", err, c.ok)
+			}
+			if err != nil && !errors.Is(err, tracker.ErrInvalid) {
+				t.Fatalf("%v does not match ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestErrorsMatchTheirSentinels(t *testing.T) {
+	if !errors.Is(tracker.RateLimited(time.Second), tracker.ErrRateLimited) {
+		t.Fatal("RateLimitedError does not match ErrRateLimited")
+	}
+	if !errors.Is(&tracker.ExistsError{ID: "x"}, tracker.ErrExists) {
+		t.Fatal("ExistsError does not match ErrExists")
+	}
+	for _, err := range []error{tracker.ErrRefused, tracker.ErrNotFound, tracker.RateLimited(time.Second), tracker.ErrUnauthorized} {
+		if !tracker.CertainlyNotTaken(err) {
+			t.Errorf("%v: the tracker certainly didn't take it", err)
+		}
+	}
+	if tracker.CertainlyNotTaken(tracker.ErrUnavailable) {
+		t.Error("an unavailable tracker may have taken the write")
+	}
+}
