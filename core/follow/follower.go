@@ -1,0 +1,199 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// follower follows one binding. Its loop runs on one goroutine; only the
+// tracker it last used and the nudges are shared.
+type follower struct {
+	fs     *Followers
+	b      binding.Binding
+	id     ledger.Follower
+	proj   Projection
+	nudges chan struct{}
+
+	mu      sync.Mutex
+	tr      tracker.Tracker
+	project string
+
+	// sweep is the full read under way, kept across polls while the lease
+	// holds (a sweep that runs out of budget goes on at the next poll).
+	sweep *sweep
+}
+
+func newFollower(fs *Followers, b binding.Binding) *follower {
+	return &follower{
+		fs: fs, b: b,
+		id:     ledger.Follower{Kind: ledger.TrackerFollower, Tenant: b.Tenant, Workspace: b.Workspace, Name: b.Kind()},
+		proj:   fs.projs[b.Name()],
+		nudges: make(chan struct{}, 1),
+	}
+}
+
+func (f *follower) projectName() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.project
+}
+
+func (f *follower) trackerNow() tracker.Tracker {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tr
+}
+
+func (f *follower) setTracker(tr tracker.Tracker) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tr, f.project = tr, tr.Project()
+}
+
+func (f *follower) enabled(ctx context.Context) bool {
+	return f.fs.integ.Enabled(ctx, f.b.Tenant, f.b.Workspace, f.b.Integration())
+}
+
+// stopError stops a follower until its workspace is opened again.
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return fmt.Sprintf("%v: %v", ErrStopped, e.err) }
+func (e *stopError) Unwrap() []error {
+	return []error{ErrStopped, e.err}
+}
+
+// run is the follower's life: take the lease, poll while it holds, give it
+// up when switched off or stopped. It answers a stop's error, or nil when
+// ctx ended.
+func (f *follower) run(ctx context.Context) error {
+	fs, o := f.fs, f.fs.opts
+	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
+	defer ls.release(ctx)
+
+	var nextPoll, nextRenew, debounceAt, waitUntil time.Time
+	announced := false
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !ls.held() {
+			f.sweep = nil
+			// Switched off is nothing: no lease taken, nothing read
+			// (ADR-0036: "a follower switched off reads nothing, writes
+			// nothing, and lets its lease go until it is switched on").
+			if !f.enabled(ctx) {
+				if !f.wait(ctx, o.PollEvery, nil) {
+					return nil
+				}
+				continue
+			}
+			if err := ls.take(ctx); err != nil {
+				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
+					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
+				}
+				// ADR-0015: "A follower that can't take it tries again
+				// every third of that".
+				if !f.wait(ctx, o.renewEvery(), nil) {
+					return nil
+				}
+				continue
+			}
+			now := fs.clock.Now()
+			nextPoll, nextRenew, debounceAt, waitUntil, announced = now, now.Add(o.renewEvery()), time.Time{}, time.Time{}, false
+		}
+
+		now := fs.clock.Now()
+		debounced := !debounceAt.IsZero() && !now.Before(debounceAt) && !now.Before(waitUntil)
+		switch {
+		case !now.Before(nextRenew):
+			if !f.enabled(ctx) {
+				ls.release(ctx)
+				continue
+			}
+			// A renewal that finds another holder, or fails, stops the
+			// reading (ADR-0015: "a lease is never held with nothing
+			// relayed"); the follower then waits for the lease.
+			if err := ls.renew(ctx); err != nil {
+				if ctx.Err() == nil {
+					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "err", err)
+				}
+				continue
+			}
+			nextRenew = fs.clock.Now().Add(o.renewEvery())
+			continue
+		case !now.Before(nextPoll) || debounced:
+			// Each poll asks the switch first.
+			if !f.enabled(ctx) {
+				ls.release(ctx)
+				continue
+			}
+			wasAnnounced := announced
+			debounceAt, announced = time.Time{}, false
+			wait, err := f.poll(ctx, wasAnnounced)
+			if err != nil {
+				return err
+			}
+			now = fs.clock.Now()
+			nextPoll = now.Add(o.PollEvery)
+			if wait > 0 {
+				// A 429 is waited out, with up to a second of jitter.
+				waitUntil = now.Add(wait + o.Jitter(o.MaxJitter))
+				nextPoll = waitUntil
+			}
+			continue
+		}
+
+		next := nextRenew
+		if nextPoll.Before(next) {
+			next = nextPoll
+		}
+		if !debounceAt.IsZero() {
+			at := debounceAt
+			if at.Before(waitUntil) {
+				at = waitUntil
+			}
+			if at.Before(next) {
+				next = at
+			}
+		}
+		nudged := false
+		if !f.wait(ctx, next.Sub(now), &nudged) {
+			return nil
+		}
+		if nudged {
+			// Nudges are debounced: the first starts the 2 s, the ones
+			// after it join the same poll (ADR-0036).
+			announced = true
+			if debounceAt.IsZero() {
+				debounceAt = fs.clock.Now().Add(o.Debounce)
+			}
+		}
+	}
+}
+
+// wait waits d, or until ctx ends (false), or, when nudged is not nil,
+// until a nudge comes (*nudged set).
+func (f *follower) wait(ctx context.Context, d time.Duration, nudged *bool) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	var nudges chan struct{}
+	if nudged != nil {
+		nudges = f.nudges
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.fs.clock.After(d):
+	case <-nudges:
+		*nudged = true
+	}
+	return true
+}

@@ -1,0 +1,352 @@
+package follow_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+// Every test here runs inside a synctest bubble with clock.System: its time
+// is virtual, so a 30 s poll or a day's sweep passes at once, and a
+// goroutine left behind fails the test.
+
+const (
+	tenant    = "acme"
+	workspace = "ops"
+	secret    = "whsec"
+)
+
+// env is one process's followers over a fake tracker and a memory ledger.
+type env struct {
+	t     *testing.T
+	fake  *faketracker.Tracker
+	rec   *recorder
+	led   *faultLedger
+	mem   *memledger.Ledger
+	log   *faultLog
+	conns *binding.Connections
+	sw    *integrations.Switches
+	m     *metrics.Memory
+	bud   *budget.Budget
+	w     *writes.Writer
+	b     binding.Binding
+	cfg   follow.Config
+	fs    *follow.Followers
+	ctx   context.Context
+}
+
+type option func(*env)
+
+func withFlavour(f faketracker.Flavour) option {
+	return func(e *env) { e.fake = faketracker.New(f) }
+}
+func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t } }
+func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
+func withOptions(o follow.Options) option { return func(e *env) { e.cfg.Options = o } }
+func withProjection(p follow.Projection) option {
+	return func(e *env) { e.cfg.Projections = map[string]follow.Projection{tenant + "/" + workspace: p} }
+}
+
+func newEnv(t *testing.T, opts ...option) *env {
+	t.Helper()
+	e := &env{t: t, fake: faketracker.New(faketracker.LikePlane), mem: memledger.New(), sw: integrations.NewSwitches(), m: metrics.NewMemory()}
+	e.b = binding.Binding{Tenant: tenant, Workspace: workspace}
+	e.bud = budget.New(clock.System{}, 1000)
+	for _, o := range opts {
+		o(e)
+	}
+	e.rec = &recorder{Tracker: e.fake}
+	e.b.Connector = &recordingConnector{rec: e.rec}
+	e.led = &faultLedger{Ledger: e.mem}
+	e.log = &faultLog{Log: e.mem}
+	e.conns = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, e.b)
+	e.w = writes.New(writes.Config{Ledger: e.led, Connections: e.conns, Integrations: e.sw, Budget: e.bud, Metrics: e.m})
+	e.cfg.Ledger, e.cfg.Log, e.cfg.Connections = e.led, e.log, e.conns
+	e.cfg.Integrations, e.cfg.Budget, e.cfg.Metrics = e.sw, e.bud, e.m
+	e.cfg.Logger = slog.New(slog.DiscardHandler)
+	e.cfg.Holder = "replica-a"
+	e.fs = follow.New(e.cfg)
+	ctx, cancel := context.WithCancel(t.Context())
+	e.ctx = ctx
+	t.Cleanup(func() { e.fs.Stop(); cancel() })
+	return e
+}
+
+// bubble runs a test on virtual time.
+func bubble(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, fn)
+}
+
+// start runs the followers, lets their first poll finish, and a second
+// pass: on virtual time nothing else moves the clock, and a change in the
+// very instant of a read is one the read may or may not have seen.
+func (e *env) start() {
+	e.fs.Start(e.ctx)
+	synctest.Wait()
+	e.after(time.Second)
+}
+
+// after lets d of virtual time pass, everything that was due having run.
+func (e *env) after(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
+
+// poll lets one poll interval pass.
+func (e *env) poll() { e.after(follow.DefaultPollEvery) }
+
+func (e *env) events() []eventlog.Event {
+	e.t.Helper()
+	evs, err := e.mem.Read(context.Background(), tenant, workspace, 0, 1<<20)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return evs
+}
+
+func (e *env) data(ev eventlog.Event) follow.Data {
+	e.t.Helper()
+	d, err := follow.DataOf(ev)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+func (e *env) wantEvents(n int) []eventlog.Event {
+	e.t.Helper()
+	evs := e.events()
+	if len(evs) != n {
+		for _, ev := range evs {
+			e.t.Logf("event %s %s", ev.Type, ev.Data)
+		}
+		e.t.Fatalf("%d events, want %d", len(evs), n)
+	}
+	return evs
+}
+
+func (e *env) person(title string) tracker.Item {
+	e.t.Helper()
+	it, err := e.fake.PersonCreate(tracker.Draft{Title: title, State: tracker.Todo})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return it
+}
+
+func (e *env) ensure(key string, d tracker.Draft) tracker.Item {
+	e.t.Helper()
+	r, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: tenant, Workspace: workspace, Key: key, Draft: d, Correlation: "run-" + key})
+	if err != nil {
+		e.t.Fatalf("EnsureItem(%q): %v", key, err)
+	}
+	return r.Item
+}
+
+func (e *env) update(key string, p tracker.Patch) error {
+	_, err := e.w.Update(context.Background(), writes.UpdateParams{Tenant: tenant, Workspace: workspace, Key: key, Patch: p})
+	return err
+}
+
+func (e *env) row(key string) ledger.Claim {
+	e.t.Helper()
+	r, err := e.mem.Lookup(context.Background(), ledger.Key{Tenant: tenant, Workspace: workspace, Kind: ledger.KindItem, Key: key})
+	if err != nil {
+		e.t.Fatalf("Lookup(%q): %v", key, err)
+	}
+	return r
+}
+
+func (e *env) cursor() ledger.Cursor {
+	e.t.Helper()
+	c, err := e.mem.Cursor(context.Background(), trackerFollower)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+var trackerFollower = ledger.Follower{Kind: ledger.TrackerFollower, Tenant: tenant, Workspace: workspace, Name: "fake"}
+
+// second makes another process's followers over the same ledger, log and
+// tracker, with a recorder of its own.
+func (e *env) second(holder string) (*follow.Followers, *recorder) {
+	cfg := e.cfg
+	cfg.Holder = holder
+	rec := &recorder{Tracker: e.fake}
+	b := e.b
+	b.Connector = &recordingConnector{rec: rec}
+	cfg.Connections = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, b)
+	fs := follow.New(cfg)
+	e.t.Cleanup(fs.Stop)
+	return fs, rec
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// recorder wraps the fake to keep the queries polls made and when.
+type recorder struct {
+	tracker.Tracker
+	mu      sync.Mutex
+	queries []query
+}
+
+type query struct {
+	at time.Time
+	q  tracker.Query
+}
+
+func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, query{at: time.Now(), q: q})
+	r.mu.Unlock()
+	return r.Tracker.Items(ctx, q)
+}
+
+func (r *recorder) first() []query {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []query
+	for _, q := range r.queries {
+		if q.q.Page == "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+type recordingConnector struct{ rec *recorder }
+
+func (c *recordingConnector) Kind() string { return "fake" }
+func (c *recordingConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+	return c.rec, nil
+}
+
+// faultLedger fails chosen calls: every lease call of one holder, or the
+// next snapshot saves.
+type faultLedger struct {
+	ledger.Ledger
+	mu            sync.Mutex
+	failHolder    string
+	failSnapshots int
+	failCursorAt  int64
+}
+
+// failCursorOnce fails the next save of a log cursor at seq.
+func (l *faultLedger) failCursorOnce(seq int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failCursorAt = seq
+}
+
+func (l *faultLedger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cursor) error {
+	l.mu.Lock()
+	fail := l.failCursorAt != 0 && c.Seq == l.failCursorAt
+	if fail {
+		l.failCursorAt = 0
+	}
+	l.mu.Unlock()
+	if fail {
+		return ledger.ErrUnavailable
+	}
+	return l.Ledger.SaveCursor(ctx, f, c)
+}
+
+func (l *faultLedger) setFailHolder(h string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failHolder = h
+}
+
+func (l *faultLedger) failNextSnapshots(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failSnapshots = n
+}
+
+func (l *faultLedger) holderFails(h string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return h != "" && h == l.failHolder
+}
+
+func (l *faultLedger) TakeLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
+	if l.holderFails(p.Holder) {
+		return ledger.Lease{}, ledger.ErrUnavailable
+	}
+	return l.Ledger.TakeLease(ctx, p)
+}
+
+func (l *faultLedger) RenewLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
+	if l.holderFails(p.Holder) {
+		return ledger.Lease{}, ledger.ErrUnavailable
+	}
+	return l.Ledger.RenewLease(ctx, p)
+}
+
+func (l *faultLedger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
+	l.mu.Lock()
+	fail := l.failSnapshots > 0
+	if fail {
+		l.failSnapshots--
+	}
+	l.mu.Unlock()
+	if fail {
+		return ledger.ErrUnavailable
+	}
+	return l.Ledger.SaveSnapshots(ctx, rows)
+}
+
+// faultLog fails appends or reads on demand.
+type faultLog struct {
+	eventlog.Log
+	mu         sync.Mutex
+	failAppend error
+	failRead   error
+}
+
+func (l *faultLog) set(appendErr, readErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failAppend, l.failRead = appendErr, readErr
+}
+
+func (l *faultLog) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
+	l.mu.Lock()
+	err := l.failAppend
+	l.mu.Unlock()
+	if err != nil {
+		return 0, false, err
+	}
+	return l.Log.Append(ctx, p)
+}
+
+func (l *faultLog) Read(ctx context.Context, tenant, workspace string, after int64, limit int) ([]eventlog.Event, error) {
+	l.mu.Lock()
+	err := l.failRead
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return l.Log.Read(ctx, tenant, workspace, after, limit)
+}
+
+var errDisk = errors.New("disk on fire")

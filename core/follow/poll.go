@@ -1,0 +1,496 @@
+package follow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+// errOutOfBudget: the poll found no request left in the minute.
+var errOutOfBudget = errors.New("follow: no request left in the budget this minute")
+
+// snapshot is an item as the follower last read it, as it keeps it in
+// SnapshotRow.Item. Times are kept exact here whatever the store's
+// precision.
+type snapshot struct {
+	Item tracker.Item `json:"item"`
+	// CommentsUntil is the creation time of the newest comment read; SeenAt
+	// the ids of those read created at that very time, so one created in
+	// the same instant after the read is still new.
+	CommentsUntil time.Time `json:"comments_until"`
+	SeenAt        []string  `json:"seen_at,omitempty"`
+	// Through marks every comment created at or before CommentsUntil as
+	// old (ADR-0036: "A seeded item's comments until its last change are
+	// old").
+	Through bool `json:"through,omitempty"`
+}
+
+func (s *snapshot) isNew(c tracker.Comment) bool {
+	switch {
+	case c.CreatedAt.After(s.CommentsUntil):
+		return true
+	case c.CreatedAt.Equal(s.CommentsUntil):
+		return !s.Through && !slices.Contains(s.SeenAt, c.ID)
+	}
+	return false
+}
+
+func (s *snapshot) saw(c tracker.Comment) {
+	switch {
+	case c.CreatedAt.After(s.CommentsUntil):
+		s.CommentsUntil, s.SeenAt, s.Through = c.CreatedAt, []string{c.ID}, false
+	case c.CreatedAt.Equal(s.CommentsUntil) && !slices.Contains(s.SeenAt, c.ID):
+		s.SeenAt = append(s.SeenAt, c.ID)
+	}
+}
+
+// sweep is a read of the whole project (ADR-0036: "A sweep reads the whole
+// project once a day, and on the first read"), or the binding's first read.
+type sweep struct {
+	start time.Time
+	first bool
+	// pos is how far the read got; the next page starts there, less the
+	// lookback.
+	pos tracker.Cursor
+	// seen holds a 64-bit hash of every item id listed, to find the
+	// snapshots of items no longer listed; nil when there were no
+	// snapshots to lose, or the read did not start at the beginning.
+	seen map[uint64]struct{}
+	// listed: the read reached the last page; what is left is to find
+	// the removed items.
+	listed bool
+}
+
+func hashID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// poll reads what changed and publishes it. It answers how long to wait
+// when the tracker asked for a wait, and a stop's error.
+func (f *follower) poll(ctx context.Context, announced bool) (time.Duration, error) {
+	err := f.read(ctx, announced)
+	var rl *tracker.RateLimitedError
+	var stop *stopError
+	switch {
+	case err == nil, errors.Is(err, errOutOfBudget):
+		// A poll that finds nothing left waits for its next interval
+		// (ADR-0036's budget).
+		return 0, nil
+	case errors.As(err, &stop):
+		return 0, err
+	case errors.As(err, &rl):
+		return max(rl.RetryAfter, 0), nil
+	case ctx.Err() != nil:
+		return 0, nil
+	default:
+		f.fs.logger.Warn("tracker follower poll failed", "binding", f.b.Name(), "err", err)
+		return 0, nil
+	}
+}
+
+// request makes one tracker request, taking it from the budget first
+// (ADR-0036: "polls take only what is left").
+func (f *follower) request(ctx context.Context, fn func(tracker.Tracker) error) error {
+	return f.fs.conns.Do(ctx, f.b, func(tr tracker.Tracker) error {
+		f.setTracker(tr)
+		if f.fs.budget != nil && !f.fs.budget.Take(f.b.BudgetKey()) {
+			return errOutOfBudget
+		}
+		return fn(tr)
+	})
+}
+
+func (f *follower) read(ctx context.Context, announced bool) error {
+	fs := f.fs
+	cur, err := fs.ledger.Cursor(ctx, f.id)
+	if err != nil {
+		return err
+	}
+	now := fs.clock.Now()
+	if f.sweep == nil && (!cur.Seeded || now.Sub(cur.SweptAt) >= fs.opts.SweepEvery) {
+		if f.sweep, err = f.startSweep(ctx, cur, now); err != nil {
+			return err
+		}
+	}
+	r := &reader{f: f, announced: announced, sweep: f.sweep}
+	if f.sweep != nil && f.sweep.listed {
+		return f.finishSweep(ctx, r)
+	}
+	pos := tracker.Cursor{UpdatedAt: cur.UpdatedAt, ID: cur.ItemID}
+	if f.sweep != nil {
+		pos = f.sweep.pos
+	}
+	// Each poll reads what changed since two minutes before its cursor.
+	var since time.Time
+	if !pos.UpdatedAt.IsZero() {
+		since = pos.UpdatedAt.Add(-fs.opts.Lookback)
+	}
+	page := ""
+	for {
+		var pg tracker.Page
+		err := f.request(ctx, func(tr tracker.Tracker) error {
+			r.use(tr)
+			var err error
+			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := r.page(ctx, pg.Items); err != nil {
+			return err
+		}
+		if pg.Next == "" {
+			break
+		}
+		page = pg.Next
+	}
+	if f.sweep != nil {
+		f.sweep.listed = true
+		return f.finishSweep(ctx, r)
+	}
+	return nil
+}
+
+func (f *follower) startSweep(ctx context.Context, cur ledger.Cursor, now time.Time) (*sweep, error) {
+	sw := &sweep{start: now, first: !cur.Seeded}
+	if sw.first {
+		// A first read that stopped (a restart, a lost lease) goes on
+		// where its cursor is.
+		sw.pos = tracker.Cursor{UpdatedAt: cur.UpdatedAt, ID: cur.ItemID}
+	}
+	if !sw.pos.UpdatedAt.IsZero() {
+		return sw, nil
+	}
+	any := false
+	err := f.fs.ledger.SnapshotIDs(ctx, f.b.Tenant, f.b.Workspace, func(string) bool { any = true; return false })
+	if err != nil {
+		return nil, err
+	}
+	if any {
+		sw.seen = map[uint64]struct{}{}
+	}
+	return sw, nil
+}
+
+// reader is one poll's state.
+type reader struct {
+	f         *follower
+	tr        tracker.Tracker
+	scope     Scope
+	announced bool
+	sweep     *sweep
+}
+
+func (r *reader) use(tr tracker.Tracker) {
+	r.tr = tr
+	r.scope = Scope{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Project: tr.Project(), Tracker: r.f.b.Kind()}
+}
+
+type consumption struct {
+	key    ledger.Key
+	fields []string
+}
+
+// page reads one page's items: each is compared with its snapshot and
+// what differs is published; then the snapshots are saved, the echoes
+// consumed, and the cursor moved past what was read (ADR-0036: "It saves
+// the snapshots, then its cursor"). A poll whose comments run out of budget
+// stops at that item; what it read before is kept.
+func (r *reader) page(ctx context.Context, items []tracker.Item) error {
+	var rows []ledger.SnapshotRow
+	var consumed []consumption
+	var last *tracker.Cursor
+	var failed error
+	for _, it := range items {
+		if it.Archived {
+			continue // not listed: the sweep tells what became of it
+		}
+		if r.sweep != nil && r.sweep.seen != nil {
+			r.sweep.seen[hashID(it.Ref.ID)] = struct{}{}
+		}
+		row, use, err := r.item(ctx, it)
+		if err != nil {
+			failed = err
+			break
+		}
+		if row != nil {
+			rows = append(rows, *row)
+		}
+		if use != nil {
+			consumed = append(consumed, *use)
+		}
+		c := tracker.Of(it)
+		last = &c
+	}
+	if err := r.save(ctx, rows, consumed, last); err != nil {
+		return errors.Join(failed, err)
+	}
+	return failed
+}
+
+func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed []consumption, last *tracker.Cursor) error {
+	l := r.f.fs.ledger
+	if len(rows) > 0 {
+		if err := l.SaveSnapshots(ctx, rows); err != nil {
+			return err
+		}
+	}
+	// Echoes are consumed after the snapshots are saved: the other order
+	// would publish relayr's own writes after a crash between the two
+	// (ADR-0036's consequences).
+	for _, c := range consumed {
+		if err := l.ConsumeValues(ctx, c.key, c.fields); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	if r.sweep != nil && r.sweep.pos.Before(*last) {
+		r.sweep.pos = *last
+	}
+	// The cursor only moves forward; the ledger ignores a position before
+	// the saved one.
+	return l.SaveCursor(ctx, r.f.id, ledger.Cursor{UpdatedAt: last.UpdatedAt, ItemID: last.ID})
+}
+
+// keyRow answers the claim row of the key the item was filed under: by the
+// key the tracker reads back, else by the item's id. A claimed but not yet
+// recorded key counts: its values are recorded before the create.
+func (r *reader) keyRow(ctx context.Context, it tracker.Item) (*ledger.Claim, error) {
+	l := r.f.fs.ledger
+	if it.Ref.Key != "" {
+		row, err := l.Lookup(ctx, ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: it.Ref.Key})
+		switch {
+		case err == nil:
+			return &row, nil
+		case !errors.Is(err, ledger.ErrNotFound):
+			return nil, err
+		}
+	}
+	row, err := l.LookupItem(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
+	switch {
+	case err == nil:
+		return &row, nil
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, nil
+	}
+	return nil, err
+}
+
+func decodeSnapshot(row ledger.SnapshotRow) (*snapshot, error) {
+	var s snapshot
+	if err := json.Unmarshal(row.Item, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func sameFields(a, b tracker.Item) bool {
+	for _, field := range Fields {
+		if writes.Canonical(field, a) != writes.Canonical(field, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// item compares one item with its snapshot and publishes what differs. It
+// answers the snapshot to save (nil when nothing changed) and the echoes to
+// consume.
+func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow, *consumption, error) {
+	fs := r.f.fs
+	var snap *snapshot
+	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
+	switch {
+	case err == nil:
+		if snap, err = decodeSnapshot(srow); err != nil {
+			snap = nil // a snapshot that can't be read reads as lost
+		}
+	case !errors.Is(err, ledger.ErrNotFound):
+		return nil, nil, err
+	}
+	if snap != nil && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
+		return nil, nil, nil // read before and unchanged: nothing to ask
+	}
+	row, err := r.keyRow(ctx, it)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Seeding is silent: a new binding's first read snapshots every item
+	// and publishes nothing, unless the binding names a since.
+	seeding := snap == nil && r.sweep != nil && r.sweep.first
+	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
+
+	var comments []tracker.Comment
+	if moved && !seeding {
+		since := time.Time{}
+		if snap != nil {
+			since = snap.CommentsUntil
+		}
+		err := r.f.request(ctx, func(tr tracker.Tracker) error {
+			var err error
+			comments, err = tr.Comments(ctx, it.Ref.ID, since)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+
+	key, correlation := it.Ref.Key, ""
+	var values map[string]string
+	if row != nil {
+		key, correlation, values = row.Key.Key, row.Correlation, row.Values
+	}
+	now := fs.clock.Now()
+	var events []eventlog.Event
+	var consume []string
+	relayrs := false // one of relayr's values is among the changes read
+	next := snapshot{Item: it}
+
+	if snap == nil {
+		// The first read of a binding, and of an item, consumes the
+		// echoes it reads (ADR-0036: "The first read of a binding
+		// consumes them too").
+		for _, field := range Fields {
+			if v, ok := values[field]; ok && v == writes.Canonical(field, it) {
+				consume = append(consume, field)
+			}
+		}
+		since := r.f.b.Since
+		switch {
+		case seeding && (since.IsZero() || it.UpdatedAt.Before(since)):
+			// Seeded silently; its comments until its last change are old.
+		case row != nil:
+			// An item whose key relayr claimed isn't published as
+			// created: it is relayr's creation.
+		default:
+			events = append(events, r.scope.created(it, key, correlation, now))
+		}
+		if seeding {
+			next.CommentsUntil, next.Through = it.UpdatedAt, true
+		}
+	} else {
+		next.CommentsUntil, next.SeenAt, next.Through = snap.CommentsUntil, slices.Clone(snap.SeenAt), snap.Through
+		var changed []string
+		for _, field := range Fields {
+			old, cur := writes.Canonical(field, snap.Item), writes.Canonical(field, it)
+			// relayr's own writes are dropped by value: a field read back
+			// holding the value recorded for it is an echo, and the
+			// recorded value is consumed, so a person who later sets that
+			// value again is published (ADR-0036).
+			if v, ok := values[field]; ok && v == cur {
+				consume = append(consume, field)
+				if old != cur {
+					relayrs = true
+					fs.m.Add(metrics.Echoes, 1, r.labels())
+				}
+				continue
+			}
+			if old != cur {
+				changed = append(changed, field)
+			}
+		}
+		for _, c := range comments {
+			if snap.isNew(c) && c.Key != "" {
+				relayrs = true
+			}
+		}
+		// actor is the item's last updater only when nothing relayr wrote
+		// is among the changes read (ADR-0036, where it departs).
+		actor := it.UpdatedBy
+		if relayrs {
+			actor = ""
+		}
+		for _, field := range changed {
+			events = append(events, r.scope.changed(it, key, field, writes.Canonical(field, snap.Item), writes.Canonical(field, it), actor, correlation, now))
+		}
+	}
+	for _, c := range comments {
+		if snap != nil && !snap.isNew(c) {
+			continue
+		}
+		next.saw(c)
+		// A comment relayr posted, read with its key, isn't published at
+		// all (ADR-0036).
+		if c.Key != "" {
+			continue
+		}
+		events = append(events, r.scope.commented(it, key, c, correlation, now))
+	}
+	for _, e := range events {
+		if err := r.publish(ctx, e); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := json.Marshal(next)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &ledger.SnapshotRow{
+		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: it.Ref.ID, Item: raw,
+		UpdatedAt: it.UpdatedAt, CommentsUntil: next.CommentsUntil,
+	}
+	var use *consumption
+	if len(consume) > 0 && row != nil {
+		use = &consumption{key: row.Key, fields: consume}
+	}
+	return out, use, nil
+}
+
+func (r *reader) labels() metrics.Labels {
+	return metrics.Labels{"tenant": r.f.b.Tenant, "workspace": r.f.b.Workspace, "tracker": r.f.b.Kind()}
+}
+
+// publish publishes one event through the workspace's projection.
+func (r *reader) publish(ctx context.Context, e eventlog.Event) error {
+	fs := r.f.fs
+	out, dead := project(r.f.proj, e, fs.opts.Reserved)
+	if dead != "" {
+		raw, _ := json.Marshal(e)
+		// Dead letters are kept once per event id (ADR-0036).
+		added, err := fs.ledger.DeadLetter(ctx, ledger.DeadLetter{Follower: r.f.id, ID: e.ID, Event: raw, Reason: dead, At: fs.clock.Now()})
+		if err != nil {
+			return err
+		}
+		if added {
+			fs.m.Add(metrics.DeadLetters, 1, r.labels())
+			fs.logger.Warn("tracker event dead-lettered", "binding", r.f.b.Name(), "id", e.ID, "type", e.Type, "reason", dead)
+		}
+		return nil
+	}
+	if out == nil {
+		return nil
+	}
+	_, appended, err := fs.log.Append(ctx, eventlog.AppendParams{Publisher: eventlog.TrackerPublisher, Event: *out})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Anything but a dead letter stops the follower until its
+		// workspace is opened again (ADR-0036, as ADR-0015's followers).
+		return &stopError{err: err}
+	}
+	if appended {
+		fs.m.Add(metrics.Published, 1, r.labels())
+		// Changes a poll published that no nudge announced are counted,
+		// removals excepted: no webhook announces them (ADR-0036).
+		if !r.announced && e.Type != TypeItemRemoved {
+			fs.m.Add(metrics.Unnudged, 1, r.labels())
+		}
+	}
+	return nil
+}

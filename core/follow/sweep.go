@@ -1,0 +1,131 @@
+package follow
+
+import (
+	"context"
+	"errors"
+
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// finishSweep ends a read of the whole project: every item with a snapshot
+// that the read did not list is removed (ADR-0036: "an item no longer listed
+// is tracker:item_removed"), then the cursor records the sweep. A removal
+// that runs out of budget leaves the sweep to finish at the next poll; the
+// items already removed are not found again.
+func (f *follower) finishSweep(ctx context.Context, r *reader) error {
+	sw := f.sweep
+	if sw.seen != nil {
+		var missing []string
+		err := f.fs.ledger.SnapshotIDs(ctx, f.b.Tenant, f.b.Workspace, func(id string) bool {
+			if _, ok := sw.seen[hashID(id)]; !ok {
+				missing = append(missing, id)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range missing {
+			if err := r.remove(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	err := f.fs.ledger.SaveCursor(ctx, f.id, ledger.Cursor{
+		UpdatedAt: sw.pos.UpdatedAt, ItemID: sw.pos.ID, Seeded: true, SweptAt: sw.start,
+	})
+	if err != nil {
+		return err
+	}
+	f.sweep = nil
+	return nil
+}
+
+// remove tells what became of an item the sweep no longer lists, publishes
+// its removal, and forgets it. The item is read first: one that reads back
+// live was only passed over by a listing that moved under the read, and
+// stays.
+func (r *reader) remove(ctx context.Context, id string) error {
+	fs := r.f.fs
+	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	last := tracker.Item{Ref: tracker.ItemRef{ID: id}, UpdatedAt: srow.UpdatedAt}
+	if snap, err := decodeSnapshot(srow); err == nil {
+		last = snap.Item
+	}
+	row, err := r.keyRow(ctx, last)
+	if err != nil {
+		return err
+	}
+	key := last.Ref.Key
+	if row != nil {
+		key = row.Key.Key
+	}
+	if r.tr == nil {
+		tr, err := fs.conns.Tracker(ctx, r.f.b)
+		if err != nil {
+			return err
+		}
+		r.use(tr)
+	}
+
+	var read tracker.Item
+	err = r.f.request(ctx, func(tr tracker.Tracker) error {
+		var err error
+		read, err = tr.Item(ctx, id)
+		return err
+	})
+	var deleted *bool
+	switch {
+	case err == nil && !read.Archived:
+		return nil
+	case err == nil:
+		deleted = new(false)
+	case !errors.Is(err, tracker.ErrNotFound):
+		return err
+	case key != "":
+		// For an item relayr filed, its key's lookup tells deleted from
+		// archived (ADR-0036); Plane reads an archived item as missing by
+		// its id and finds it by its key.
+		var found tracker.Item
+		ferr := r.f.request(ctx, func(tr tracker.Tracker) error {
+			var err error
+			found, err = tr.Find(ctx, key)
+			return err
+		})
+		switch {
+		case ferr == nil && found.Ref.ID == id:
+			deleted = new(false)
+		case ferr == nil:
+			deleted = new(true) // the key names another item; this one is gone
+		case errors.Is(ferr, tracker.ErrNotFound):
+			deleted = new(true)
+			// A deleted item's key is marked, so it files nothing again.
+			k := ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: key}
+			if err := fs.ledger.MarkDeleted(ctx, k); err != nil {
+				return err
+			}
+		default:
+			return ferr
+		}
+	}
+	correlation := ""
+	if row != nil {
+		correlation = row.Correlation
+	}
+	if err := r.publish(ctx, r.scope.removed(last, key, deleted, correlation, fs.clock.Now())); err != nil {
+		return err
+	}
+	if err := fs.ledger.DeleteSnapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id); err != nil {
+		return err
+	}
+	// An item the sweep removes forgets its writes, and so its count under
+	// the cap (ADR-0036's consequences).
+	return fs.ledger.ForgetWrites(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
+}

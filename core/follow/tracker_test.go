@@ -1,0 +1,842 @@
+package follow_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+var ctx = context.Background()
+
+// scope is the env's bound project, as ids name it.
+var scope = follow.Scope{Tenant: tenant, Workspace: workspace, Project: "proj", Tracker: "fake"}
+
+func TestTrackerFollower(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"SeedsANewBindingSilently", seedsSilently},
+		{"SincePublishesItemsChangedSinceAsCreated", sincePublishesCreated},
+		{"PublishesOneEventPerChangedField", oneEventPerField},
+		{"PublishesEachNewCommentOnce", commentsOnce},
+		{"EchoIsDroppedAndConsumed", echoDroppedAndConsumed},
+		{"FirstReadConsumesEchoes", firstReadConsumesEchoes},
+		{"ClaimedKeysItemIsNotPublishedAsCreated", claimedNotCreated},
+		{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
+		{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
+		{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
+		{"PageReadAgainPublishesNothingNew", pageReadAgain},
+		{"LostSnapshotReadsAsNewOnce", lostSnapshotReadsAsNewOnce},
+		{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
+		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
+		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
+		{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
+		{"OneProcessAtATimeHoldsTheLease", oneHolder},
+		{"LostLeaseStopsTheReading", lostLeaseStopsReading},
+		{"StopGivesTheLeaseUpAtOnce", stopReleasesLease},
+		{"NudgesAreDebouncedBy2s", nudgesDebounced},
+		{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
+		{"SwitchedOffIsNothing", switchedOffIsNothing},
+		{"RateLimitIsWaitedOutWithJitter", rateLimitWaitedOut},
+		{"PollOutOfBudgetStopsAtTheItemAndWaitsForItsNextInterval", pollOutOfBudget},
+		{"ProjectionMapsToTheApplicationsEvent", projectionMaps},
+		{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
+		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
+		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
+		{"DeliverChecksTheSignatureBeforeTheSwitch", deliverSignatureFirst},
+		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
+		{"IDsAreDerivedAsADR0036Says", idsDerived},
+		{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
+	} {
+		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
+	}
+}
+
+func seedsSilently(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	if err := e.fake.PersonComment(ctx, a.Ref.ID, "before relayr"); err != nil {
+		t.Fatal(err)
+	}
+	e.ensure("k1", tracker.Draft{Title: "Filed"})
+	e.after(time.Minute)
+	e.start()
+	e.wantEvents(0)
+	if c := e.cursor(); !c.Seeded || c.SweptAt.IsZero() {
+		t.Fatalf("cursor %+v after the first read, want seeded and swept", c)
+	}
+	if _, err := e.mem.Snapshot(ctx, tenant, workspace, a.Ref.ID); err != nil {
+		t.Fatalf("no snapshot of a seeded item: %v", err)
+	}
+	// A seeded item's comments until its last change are old.
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	if evs[0].Type != follow.TypeItemChanged {
+		t.Fatalf("event %s, want a change", evs[0].Type)
+	}
+}
+
+func sincePublishesCreated(t *testing.T) {
+	since := time.Now().Add(30 * time.Minute)
+	e := newEnv(t, withSince(since))
+	e.person("old")
+	e.after(time.Hour)
+	fresh := e.person("fresh")
+	e.ensure("k1", tracker.Draft{Title: "relayr's, claimed"})
+	e.start()
+	evs := e.wantEvents(1)
+	d := e.data(evs[0])
+	if evs[0].Type != follow.TypeItemCreated || d.Item.ID != fresh.Ref.ID || d.Title != "fresh" {
+		t.Fatalf("event %s %s, want %s created", evs[0].Type, evs[0].Data, fresh.Ref.ID)
+	}
+	if d.Tracker != "fake" || d.Project != "proj" || d.Item.Name == "" || d.Item.Link == "" || d.Item.Number == 0 {
+		t.Fatalf("event data %+v misses the tracker, project or item", d)
+	}
+}
+
+func oneEventPerField(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Edit(a.Ref.ID, tracker.Patch{Title: ptr("A2"), State: ptr(tracker.Done)}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(2)
+	for i, want := range []struct{ field, old, new string }{
+		{tracker.FieldTitle, `"A"`, `"A2"`},
+		{tracker.FieldState, `"todo"`, `"done"`},
+	} {
+		d := e.data(evs[i])
+		if evs[i].Type != follow.TypeItemChanged || d.Field != want.field || string(d.Old) != want.old || string(d.New) != want.new || d.Actor != "person" {
+			t.Fatalf("event %d: %s %s, want %s %s -> %s by person", i, evs[i].Type, evs[i].Data, want.field, want.old, want.new)
+		}
+		if d.Item.Key != "" || evs[i].Correlation != "" {
+			t.Fatalf("a person's item's event carries key %q, correlation %q", d.Item.Key, evs[i].Correlation)
+		}
+	}
+	e.poll()
+	e.wantEvents(2)
+}
+
+func commentsOnce(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	for _, body := range []string{"first", "second"} {
+		if err := e.fake.PersonComment(ctx, a.Ref.ID, body); err != nil {
+			t.Fatal(err)
+		}
+		e.after(time.Second)
+	}
+	e.poll()
+	e.poll()
+	evs := e.wantEvents(2)
+	for i, body := range []string{"first", "second"} {
+		d := e.data(evs[i])
+		if evs[i].Type != follow.TypeItemCommented || d.Comment == nil || d.Comment.Body != body {
+			t.Fatalf("event %d: %s %s, want the comment %q", i, evs[i].Type, evs[i].Data, body)
+		}
+		if evs[i].ID != scope.CommentedID(d.Comment.ID) {
+			t.Fatalf("comment event id %s is not derived from the comment", evs[i].ID)
+		}
+	}
+}
+
+func echoDroppedAndConsumed(t *testing.T) {
+	e := newEnv(t)
+	it := e.ensure("k1", tracker.Draft{Title: "T0"})
+	e.start()
+	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.row("k1").Values[tracker.FieldTitle]; v != `"R1"` {
+		t.Fatalf("recorded title %s, want \"R1\"", v)
+	}
+	e.poll()
+	e.wantEvents(0)
+	if v, ok := e.row("k1").Values[tracker.FieldTitle]; ok {
+		t.Fatalf("the echo's value %s is still recorded, want it consumed", v)
+	}
+	if e.m.Get(metrics.Echoes) != 1 {
+		t.Fatalf("echoes counted %v, want 1", e.m.Get(metrics.Echoes))
+	}
+	// A person who sets relayr's earlier value again is published.
+	for _, title := range []string{"P1", "R1"} {
+		if err := e.fake.Retitle(ctx, it.Ref.ID, title); err != nil {
+			t.Fatal(err)
+		}
+		e.poll()
+	}
+	evs := e.wantEvents(2)
+	if d := e.data(evs[1]); string(d.New) != `"R1"` {
+		t.Fatalf("second change %s, want the person's R1", evs[1].Data)
+	}
+}
+
+func firstReadConsumesEchoes(t *testing.T) {
+	e := newEnv(t)
+	e.ensure("k1", tracker.Draft{Title: "T0", Labels: []string{"ci"}, State: tracker.Todo})
+	if len(e.row("k1").Values) == 0 {
+		t.Fatal("filing recorded no values")
+	}
+	e.start()
+	e.wantEvents(0)
+	if v := e.row("k1").Values; len(v) != 0 {
+		t.Fatalf("values %v left recorded after the first read", v)
+	}
+}
+
+func claimedNotCreated(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.ensure("k1", tracker.Draft{Title: "relayr's"})
+	p := e.person("a person's")
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); evs[0].Type != follow.TypeItemCreated || d.Item.ID != p.Ref.ID {
+		t.Fatalf("event %s %s, want only the person's item created", evs[0].Type, evs[0].Data)
+	}
+}
+
+func relayrCommentsNeverPublished(t *testing.T) {
+	e := newEnv(t)
+	it := e.ensure("k1", tracker.Draft{Title: "T"})
+	e.start()
+	if _, err := e.w.Comment(ctx, writes.CommentParams{Tenant: tenant, Workspace: workspace, ItemKey: "k1", Key: "c1", Body: "relayr says"}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(0)
+	if err := e.fake.PersonComment(ctx, it.Ref.ID, "a person says"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); d.Comment.Body != "a person says" {
+		t.Fatalf("published %s, want the person's comment", evs[0].Data)
+	}
+}
+
+func joinsTheRunsChain(t *testing.T) {
+	e := newEnv(t)
+	it := e.ensure("k1", tracker.Draft{Title: "T"})
+	e.start()
+	if err := e.fake.SetState(it.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.PersonComment(ctx, it.Ref.ID, "closed it"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	for _, ev := range e.wantEvents(2) {
+		if ev.Correlation != "run-k1" {
+			t.Fatalf("%s correlation %q, want the run's run-k1", ev.Type, ev.Correlation)
+		}
+		if d := e.data(ev); d.Item.Key != "k1" {
+			t.Fatalf("%s key %q, want k1", ev.Type, d.Item.Key)
+		}
+	}
+}
+
+func actorUnknownWithEcho(t *testing.T) {
+	e := newEnv(t)
+	it := e.ensure("k1", tracker.Draft{Title: "T"})
+	e.start()
+	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.SetState(it.Ref.ID, tracker.Started); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); d.Field != tracker.FieldState || d.Actor != "" {
+		t.Fatalf("event %s, want the state change with no actor", evs[0].Data)
+	}
+	if err := e.fake.SetState(it.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs = e.wantEvents(2)
+	if d := e.data(evs[1]); d.Actor != "person" {
+		t.Fatalf("event %s, want the person as actor", evs[1].Data)
+	}
+}
+
+func pageReadAgain(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.led.failNextSnapshots(1)
+	e.poll() // publishes, then fails to save: the page is read again
+	e.wantEvents(1)
+	e.poll()
+	e.poll()
+	e.wantEvents(1)
+	if n := e.m.Get(metrics.Published); n != 1 {
+		t.Fatalf("published %v, want 1", n)
+	}
+	// Another process reading the same pages publishes nothing new either.
+	fs2, rec2 := e.second("replica-b")
+	e.fs.Stop()
+	fs2.Start(e.ctx)
+	e.poll()
+	if len(rec2.first()) == 0 {
+		t.Fatal("replica b never read")
+	}
+	e.wantEvents(1)
+}
+
+func lostSnapshotReadsAsNewOnce(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.PersonComment(ctx, a.Ref.ID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(1)
+	if err := e.mem.DeleteSnapshot(ctx, tenant, workspace, a.Ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.poll()
+	evs := e.wantEvents(2)
+	if evs[1].Type != follow.TypeItemCreated {
+		t.Fatalf("a lost snapshot's item read as %s, want created", evs[1].Type)
+	}
+}
+
+func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
+	e := newEnv(t, withFlavour(flavour))
+	deleted := e.ensure("deleted", tracker.Draft{Title: "D"})
+	archived := e.ensure("archived", tracker.Draft{Title: "A"})
+	pDeleted, pArchived := e.person("pD"), e.person("pA")
+	e.start()
+	for _, id := range []string{deleted.Ref.ID, pDeleted.Ref.ID} {
+		if err := e.fake.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{archived.Ref.ID, pArchived.Ref.ID} {
+		if err := e.fake.Archive(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.after(time.Hour)
+	e.wantEvents(0) // only the sweep finds removals, once a day
+	e.after(follow.DefaultSweepEvery)
+	evs := e.wantEvents(4)
+	// Vikunja reads an archived item by its id as archived; Plane reads it
+	// as missing, and only a key's lookup tells.
+	var personArchived *bool
+	if flavour == faketracker.LikeVikunja {
+		personArchived = ptr(false)
+	}
+	want := map[string]*bool{deleted.Ref.ID: ptr(true), archived.Ref.ID: ptr(false), pDeleted.Ref.ID: nil, pArchived.Ref.ID: personArchived}
+	for _, ev := range evs {
+		d := e.data(ev)
+		w, ok := want[d.Item.ID]
+		if ev.Type != follow.TypeItemRemoved || !ok {
+			t.Fatalf("unexpected %s %s", ev.Type, ev.Data)
+		}
+		if (w == nil) != (d.Deleted == nil) || (w != nil && *w != *d.Deleted) {
+			t.Fatalf("%s: deleted %v, want %v", d.Item.ID, d.Deleted, w)
+		}
+		delete(want, d.Item.ID)
+	}
+	if e.m.Get(metrics.Unnudged) != 0 {
+		t.Fatalf("removals counted unnudged: %v", e.m.Get(metrics.Unnudged))
+	}
+	// A deleted key is marked: it files nothing again.
+	if !e.row("deleted").Deleted || e.row("archived").Deleted {
+		t.Fatalf("deleted key marked %v, archived key marked %v", e.row("deleted").Deleted, e.row("archived").Deleted)
+	}
+	_, err := e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: tenant, Workspace: workspace, Key: "deleted", Draft: tracker.Draft{Title: "D"}})
+	if !errors.Is(err, writes.ErrDeleted) {
+		t.Fatalf("filing a deleted key again: %v, want deleted", err)
+	}
+	// A removed item forgets its writes, and its snapshot.
+	if _, err := e.mem.CountWrite(ctx, ledger.WriteParams{Tenant: tenant, Workspace: workspace, ItemID: deleted.Ref.ID, Now: time.Now(), Window: time.Hour * 48, Limit: 1}); err != nil {
+		t.Fatalf("the removed item's writes are still counted: %v", err)
+	}
+	if _, err := e.mem.Snapshot(ctx, tenant, workspace, pDeleted.Ref.ID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a removed item's snapshot: %v, want it forgotten", err)
+	}
+	e.after(follow.DefaultSweepEvery)
+	e.wantEvents(4)
+}
+
+func vikunjaStates(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	e.ensure("k1", tracker.Draft{Title: "T", State: tracker.Started})
+	e.start()
+	if v := e.row("k1").Values[tracker.FieldState]; v != "" {
+		t.Fatalf("recorded state %s left after the first read", v)
+	}
+	if err := e.update("k1", tracker.Patch{State: ptr(tracker.Cancelled)}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(0)
+}
+
+func pollsFromLookback(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	cursors := []ledger.Cursor{e.cursor()}
+	for i := range 3 {
+		if err := e.fake.Retitle(ctx, a.Ref.ID, fmt.Sprint("A", i)); err != nil {
+			t.Fatal(err)
+		}
+		e.poll()
+		cursors = append(cursors, e.cursor())
+	}
+	qs := e.rec.first()
+	if len(qs) != 4 {
+		t.Fatalf("%d polls in 90 s, want 4", len(qs))
+	}
+	if !qs[0].q.Since.IsZero() {
+		t.Fatalf("first read since %v, want the whole project", qs[0].q.Since)
+	}
+	for i := 1; i < len(qs); i++ {
+		if got := qs[i].at.Sub(qs[i-1].at); got != follow.DefaultPollEvery {
+			t.Fatalf("poll %d came %v after the one before, want 30s", i, got)
+		}
+		if want := cursors[i-1].UpdatedAt.Add(-follow.DefaultLookback); !qs[i].q.Since.Equal(want) {
+			t.Fatalf("poll %d read since %v, want two minutes before its cursor (%v)", i, qs[i].q.Since, want)
+		}
+		if cursors[i].UpdatedAt.Before(cursors[i-1].UpdatedAt) {
+			t.Fatalf("cursor moved back from %v to %v", cursors[i-1], cursors[i])
+		}
+	}
+}
+
+func oneHolder(t *testing.T) {
+	e := newEnv(t)
+	fs2, rec2 := e.second("replica-b")
+	e.start()
+	fs2.Start(e.ctx)
+	e.after(150 * time.Second)
+	if a, b := len(e.rec.first()), len(rec2.first()); a+b != 6 || (a != 0 && b != 0) {
+		t.Fatalf("polls: %d by a, %d by b; want 6 by one of them", a, b)
+	}
+}
+
+func lostLeaseStopsReading(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.led.setFailHolder("replica-a") // a's renewals fail from now on
+	a := e.person("A")
+	fs2, rec2 := e.second("replica-b")
+	e.after(time.Second)
+	fs2.Start(e.ctx)
+	e.after(2 * time.Minute)
+	if n := len(e.rec.first()); n != 1 {
+		t.Fatalf("replica a polled %d times, want it to stop reading after its renewal failed", n)
+	}
+	if len(rec2.first()) == 0 {
+		t.Fatal("replica b never took the lapsed lease")
+	}
+	e.led.setFailHolder("")
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.after(2 * time.Minute)
+	if n := len(e.rec.first()); n != 1 {
+		t.Fatalf("replica a polled %d times while b held the lease", n)
+	}
+	e.wantEvents(2)
+}
+
+func stopReleasesLease(t *testing.T) {
+	e := newEnv(t)
+	fs2, rec2 := e.second("replica-b")
+	e.start()
+	e.after(5 * time.Second)
+	e.fs.Stop()
+	start := time.Now()
+	fs2.Start(e.ctx)
+	synctest.Wait()
+	qs := rec2.first()
+	if len(qs) != 1 || !qs[0].at.Equal(start) {
+		t.Fatalf("replica b polled %v, want at once at %v", qs, start)
+	}
+}
+
+func nudgesDebounced(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	e.after(time.Second)
+	first := time.Now()
+	for range 3 {
+		if n := e.fs.Nudge(ctx, tenant, "fake", "proj"); n != 1 {
+			t.Fatalf("nudge woke %d followers, want 1", n)
+		}
+		e.after(500 * time.Millisecond)
+	}
+	e.after(3 * time.Second)
+	qs := e.rec.first()
+	if len(qs) != 2 || !qs[1].at.Equal(first.Add(follow.DefaultDebounce)) {
+		t.Fatalf("polls %v, want one 2 s after the first nudge at %v", qs, first)
+	}
+	if n := e.fs.Nudge(ctx, tenant, "fake", "another"); n != 0 {
+		t.Fatalf("a nudge for another project woke %d", n)
+	}
+}
+
+func unnudgedCounted(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "nudged"); err != nil {
+		t.Fatal(err)
+	}
+	e.fs.Nudge(ctx, tenant, "fake", "proj")
+	e.after(3 * time.Second)
+	e.wantEvents(1)
+	if n := e.m.Get(metrics.Unnudged); n != 0 {
+		t.Fatalf("unnudged %v after a nudged change", n)
+	}
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "not nudged"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(2)
+	if n := e.m.Get(metrics.Unnudged); n != 1 {
+		t.Fatalf("unnudged %v, want 1", n)
+	}
+}
+
+func switchedOffIsNothing(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	e.sw.Set(tenant, workspace, "tracker:fake", false)
+	if n := e.fs.Nudge(ctx, tenant, "fake", "proj"); n != 0 {
+		t.Fatalf("a switched-off follower was nudged (%d)", n)
+	}
+	e.after(10 * time.Second) // the next wait asks the switch
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	// Its lease is let go: another holder takes it at once.
+	l, err := e.mem.TakeLease(ctx, ledger.LeaseParams{Follower: trackerFollower, Holder: "probe", Now: time.Now(), TTL: time.Second})
+	if err != nil {
+		t.Fatalf("the switched-off follower kept its lease: %v", err)
+	}
+	if err := e.mem.ReleaseLease(ctx, trackerFollower, l.Nonce); err != nil {
+		t.Fatal(err)
+	}
+	before := e.fake.TotalCalls()
+	e.after(5 * time.Minute)
+	if e.fake.TotalCalls() != before {
+		t.Fatalf("a switched-off follower made %d requests", e.fake.TotalCalls()-before)
+	}
+	e.wantEvents(0)
+	e.sw.Set(tenant, workspace, "tracker:fake", true)
+	e.poll()
+	e.wantEvents(1)
+}
+
+func rateLimitWaitedOut(t *testing.T) {
+	e := newEnv(t, withOptions(follow.Options{Jitter: func(max time.Duration) time.Duration {
+		if max != time.Second {
+			panic("jitter of up to a second")
+		}
+		return 700 * time.Millisecond
+	}}))
+	e.start()
+	e.fake.FailNext(faketracker.MethodItems, 1, tracker.RateLimited(10*time.Second))
+	e.poll()
+	e.after(11 * time.Second)
+	qs := e.rec.first()
+	if len(qs) != 3 || qs[2].at.Sub(qs[1].at) != 10700*time.Millisecond {
+		t.Fatalf("polls %v, want the next one 10.7 s after the 429", qs)
+	}
+}
+
+func pollOutOfBudget(t *testing.T) {
+	e := newEnv(t, withBudget(4))
+	items := []tracker.Item{e.person("1"), e.person("2"), e.person("3")}
+	e.start() // t=1; the first read took one request at t=0
+	for _, it := range items {
+		e.after(time.Second)
+		if err := e.fake.Retitle(ctx, it.Ref.ID, it.Title+"'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.after(26 * time.Second)
+	// t=30: the page and two items' comments; the third's are out of budget.
+	e.wantEvents(2)
+	if c := e.cursor(); c.ItemID != items[1].Ref.ID {
+		t.Fatalf("cursor at %s, want past the second item only", c.ItemID)
+	}
+	e.after(29 * time.Second)
+	if n := len(e.rec.first()); n != 2 {
+		t.Fatalf("%d polls by t=59, want a poll out of budget to wait its interval", n)
+	}
+	e.after(time.Second) // t=60 finds one request left: the page alone
+	e.wantEvents(2)
+	if n := len(e.rec.first()); n != 3 {
+		t.Fatalf("%d polls by t=60, want 3", n)
+	}
+	e.poll() // t=90: the minute freed what t=30 took
+	e.wantEvents(3)
+}
+
+func projectionMaps(t *testing.T) {
+	e := newEnv(t, withProjection(func(ev eventlog.Event) (*eventlog.Event, error) {
+		d, err := follow.DataOf(ev)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Type != follow.TypeItemChanged || d.Field != tracker.FieldState {
+			return nil, nil
+		}
+		return &eventlog.Event{Type: "app:item_closed", Data: json.RawMessage(`{"item":"` + d.Item.ID + `"}`)}, nil
+	}))
+	it := e.ensure("k1", tracker.Draft{Title: "T"})
+	e.start()
+	if err := e.fake.Edit(it.Ref.ID, tracker.Patch{Title: ptr("T2"), State: ptr(tracker.Done)}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	cur, _, _ := e.fake.Snapshot(it.Ref.ID)
+	want := scope.ChangedID(it.Ref.ID, tracker.FieldState, `"done"`, cur.UpdatedAt)
+	if evs[0].Type != "app:item_closed" || evs[0].ID != want || evs[0].Correlation != "run-k1" {
+		t.Fatalf("published %+v, want app:item_closed with the change's id %s in the run's chain", evs[0], want)
+	}
+}
+
+func projectionErrorDeadLetters(t *testing.T) {
+	e := newEnv(t, withProjection(func(eventlog.Event) (*eventlog.Event, error) {
+		return nil, errors.New("cannot map")
+	}))
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.led.failNextSnapshots(1) // the page is read again
+	e.poll()
+	e.poll()
+	dl, err := e.mem.DeadLetters(ctx, trackerFollower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dl) != 1 || e.m.Get(metrics.DeadLetters) != 1 {
+		t.Fatalf("%d dead letters, %v counted; want one", len(dl), e.m.Get(metrics.DeadLetters))
+	}
+	e.wantEvents(0)
+	// The follower goes on.
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A3"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	if dl, _ = e.mem.DeadLetters(ctx, trackerFollower); len(dl) != 2 {
+		t.Fatalf("%d dead letters, want the follower to go on", len(dl))
+	}
+}
+
+func projectionReservedDeadLetters(t *testing.T) {
+	e := newEnv(t, withProjection(func(ev eventlog.Event) (*eventlog.Event, error) {
+		return &eventlog.Event{Type: "tracker:forged", Data: ev.Data}, nil
+	}))
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(0)
+	if dl, _ := e.mem.DeadLetters(ctx, trackerFollower); len(dl) != 1 {
+		t.Fatalf("%d dead letters, want the forged event's", len(dl))
+	}
+}
+
+func refusedPublishStops(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.log.set(errDisk, nil)
+	e.poll()
+	if err := e.fs.Stopped(tenant, workspace); !errors.Is(err, follow.ErrStopped) || !errors.Is(err, errDisk) {
+		t.Fatalf("Stopped: %v, want a stop for the refused publish", err)
+	}
+	if e.m.Get(metrics.FollowersStopped) != 1 {
+		t.Fatalf("stopped counted %v", e.m.Get(metrics.FollowersStopped))
+	}
+	polls := len(e.rec.first())
+	e.after(2 * time.Minute)
+	if len(e.rec.first()) != polls {
+		t.Fatal("a stopped follower went on polling")
+	}
+	e.log.set(nil, nil)
+	if err := e.fs.Open(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	e.after(time.Second)
+	e.wantEvents(1)
+	if e.fs.Stopped(tenant, workspace) != nil {
+		t.Fatal("an opened follower still reads as stopped")
+	}
+}
+
+func deliverSignatureFirst(t *testing.T) {
+	e := newEnv(t)
+	asked := &countingIntegrations{Integrations: e.sw}
+	e.cfg.Integrations = asked
+	e.fs = follow.New(e.cfg)
+	e.start()
+	header, body := e.fake.Delivery(secret)
+	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); err != nil {
+		t.Fatalf("a good delivery: %v", err)
+	}
+	e.after(3 * time.Second)
+	if n := len(e.rec.first()); n != 2 {
+		t.Fatalf("%d polls, want the delivery to wake the follower", n)
+	}
+	before := asked.n()
+	bad, _ := e.fake.Delivery("wrong")
+	if err := e.fs.Deliver(ctx, tenant, "fake", bad, body); !errors.Is(err, tracker.ErrUnauthorized) {
+		t.Fatalf("a bad signature: %v", err)
+	}
+	if asked.n() != before {
+		t.Fatal("the switch was asked before the signature was checked")
+	}
+	if err := e.fs.Deliver(ctx, "nobody", "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
+		t.Fatalf("an unknown tenant: %v", err)
+	}
+	e.sw.Set(tenant, workspace, "tracker:fake", false)
+	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
+		t.Fatalf("switched off: %v", err)
+	}
+	if n := e.m.Get(metrics.NudgesRefused); n != 3 {
+		t.Fatalf("refused %v, want 3 counted together", n)
+	}
+}
+
+func credentialsLastAskedFor(t *testing.T) {
+	e := newEnv(t)
+	if _, ok := e.fs.Credentials(tenant, "fake"); ok {
+		t.Fatal("credentials answered before any were asked for")
+	}
+	e.start()
+	c, ok := e.fs.Credentials(tenant, "fake")
+	if !ok || c.WebhookSecret != secret {
+		t.Fatalf("credentials %v %v, want the ones the follower asked for", c, ok)
+	}
+}
+
+func idsDerived(t *testing.T) {
+	plane := follow.Scope{Tenant: "acme", Workspace: "ops", Project: "proj", Tracker: "plane"}
+	at := time.Date(2026, 10, 17, 9, 30, 0, 5, time.UTC)
+	sum := sha256.Sum256([]byte(`"done"`))
+	want := eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "state", hex.EncodeToString(sum[:]), "2026-10-17T09:30:00.000000005Z")
+	if got := plane.ChangedID("it-1", "state", `"done"`, at); got != want {
+		t.Fatalf("ChangedID %s, want %s", got, want)
+	}
+	if got, want := plane.CreatedID("it-1", at), eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "created", "2026-10-17T09:30:00.000000005Z"); got != want {
+		t.Fatalf("CreatedID %s, want %s", got, want)
+	}
+	if got, want := plane.RemovedID("it-1", at), eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "removed", "2026-10-17T09:30:00.000000005Z"); got != want {
+		t.Fatalf("RemovedID %s, want %s", got, want)
+	}
+	if got, want := plane.CommentedID("c-1"), eventlog.DeriveID("acme", "ops", "proj", "plane", "comment", "c-1"); got != want {
+		t.Fatalf("CommentedID %s, want %s", got, want)
+	}
+	// And a published event carries it.
+	e := newEnv(t)
+	a := e.person("A")
+	e.start()
+	if err := e.fake.SetState(a.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	cur, _, _ := e.fake.Snapshot(a.Ref.ID)
+	if evs := e.wantEvents(1); evs[0].ID != scope.ChangedID(a.Ref.ID, "state", `"done"`, cur.UpdatedAt) {
+		t.Fatalf("published id %s is not the derived one", evs[0].ID)
+	}
+}
+
+// countingIntegrations counts how often the switch is asked.
+type countingIntegrations struct {
+	integrations.Integrations
+	mu    sync.Mutex
+	count int
+}
+
+func (c *countingIntegrations) Enabled(ctx context.Context, tenant, workspace, key string) bool {
+	c.mu.Lock()
+	c.count++
+	c.mu.Unlock()
+	return c.Integrations.Enabled(ctx, tenant, workspace, key)
+}
+
+func (c *countingIntegrations) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
+func pollOnce(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.SetState(a.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	e.wantEvents(1)
+	// It gave the lease up...
+	if _, err := e.mem.TakeLease(ctx, ledger.LeaseParams{Follower: trackerFollower, Holder: "probe", Now: time.Now(), TTL: time.Minute}); err != nil {
+		t.Fatalf("the lease was kept: %v", err)
+	}
+	// ...fails while another holds it...
+	if err := e.fs.PollOnce(ctx, tenant, workspace); !errors.Is(err, ledger.ErrLeaseHeld) {
+		t.Fatalf("PollOnce: %v, want the lease held", err)
+	}
+	// ...and reads nothing switched off.
+	e.sw.Set(tenant, workspace, "tracker:fake", false)
+	before := e.fake.TotalCalls()
+	if err := e.fs.PollOnce(ctx, tenant, workspace); !errors.Is(err, follow.ErrSwitchedOff) || e.fake.TotalCalls() != before {
+		t.Fatalf("PollOnce switched off: %v after %d requests", err, e.fake.TotalCalls()-before)
+	}
+}
