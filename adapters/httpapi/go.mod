@@ -5,3 +5,7 @@ go 1.26
 require github.com/relayr-go/relayr/core v0.0.0
 
 replace github.com/relayr-go/relayr/core => ../../core
+
+require github.com/relayr-go/relayr/fixtures v0.0.0
+
+replace github.com/relayr-go/relayr/fixtures => ../../fixtures

@@ -54,11 +54,17 @@ type Writes interface {
 	Comment(ctx context.Context, p writes.CommentParams) (writes.CommentResult, error)
 }
 
-// Waker wakes the follower of a binding after a verified nudge; the follower
-// debounces (ADR-0036: 2 s).
+// Waker wakes the follower of a binding after a verified nudge naming its
+// project; the follower debounces (ADR-0036: 2 s).
 type Waker interface {
-	Wake(b binding.Binding)
+	Wake(b binding.Binding, project string)
 }
+
+// WakerFunc is a Waker.
+type WakerFunc func(b binding.Binding, project string)
+
+// Wake implements Waker.
+func (f WakerFunc) Wake(b binding.Binding, project string) { f(b, project) }
 
 // Pinger answers whether the ledger is reachable and migrated.
 type Pinger interface {

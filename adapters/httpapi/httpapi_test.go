@@ -39,7 +39,7 @@ type waker struct {
 	woken []string
 }
 
-func (w *waker) Wake(b binding.Binding) {
+func (w *waker) Wake(b binding.Binding, _ string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.woken = append(w.woken, b.Name())

@@ -82,7 +82,7 @@ func (a *API) nudge(r *http.Request, tenant, kind string, body []byte) []binding
 			continue
 		}
 		if a.c.Waker != nil {
-			a.c.Waker.Wake(b)
+			a.c.Waker.Wake(b, project)
 		}
 		woken = append(woken, b)
 	}

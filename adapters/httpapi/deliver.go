@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+)
+
+// Headers of a delivery to a subscriber.
+const (
+	// IdempotencyKeyHeader carries the event's id: a subscriber that
+	// already took it can answer 2xx and do nothing.
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// SignatureHeader carries "sha256=" and the lowercase hex HMAC-SHA256
+	// of the raw body under the subscription's secret.
+	SignatureHeader = "X-Relayr-Signature"
+	// EventTypeHeader names the event's type.
+	EventTypeHeader = "X-Relayr-Event"
+)
+
+// Backoff of a failing subscriber.
+const (
+	FirstBackoff = time.Second
+	MaxBackoff   = 5 * time.Minute
+)
+
+// Subscriber delivers a workspace's events to one URL: each event POSTed
+// once, in order, with its id as the idempotency key and an HMAC-SHA256
+// signature. A failing subscriber is retried with backoff, never skipped: it
+// is a follow.Sink whose Publish returns only once the subscriber took the
+// event (a 2xx) or its context ended.
+type Subscriber struct {
+	URL    string
+	Secret string
+	Client *http.Client // a client with a 10 s timeout when nil
+	Clock  clock.Clock  // System when nil
+	Logger *slog.Logger // discards when nil
+}
+
+// Sign is the signature a delivery of body carries under secret.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Publish implements follow.Sink.
+func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("deliver %s: %w", e.ID, err)
+	}
+	c := s.Clock
+	if c == nil {
+		c = clock.System{}
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	wait := FirstBackoff
+	for attempt := 1; ; attempt++ {
+		err := s.post(ctx, e, body)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("subscriber failed; retrying", "url", s.URL, "event", e.ID, "attempt", attempt, "wait", wait, "err", err)
+		if err := clock.Sleep(ctx, c, wait); err != nil {
+			return err
+		}
+		wait = min(wait*2, MaxBackoff)
+	}
+}
+
+func (s *Subscriber) post(ctx context.Context, e eventlog.Event, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(IdempotencyKeyHeader, e.ID)
+	req.Header.Set(EventTypeHeader, e.Type)
+	req.Header.Set(SignatureHeader, Sign(s.Secret, body))
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = res.Body.Close() }()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("subscriber answered %s", res.Status)
+	}
+	return nil
+}
