@@ -79,13 +79,23 @@ type Log interface {
 	Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]Event, error)
 }
 
+// The longest id, and tenant, workspace or type, every log keeps (the
+// ledger's MaxKey and MaxName).
+const (
+	MaxID   = 1024
+	MaxName = 256
+)
+
 // CheckAppend applies the rules every Log shares before storing: the event
-// names an id, a type, a tenant and a workspace, its text holds no NUL byte
+// names an id, a type, a tenant and a workspace, none too long, its text holds no NUL byte
 // and is UTF-8 (ErrInvalid), and a tracker: type comes from the tracker
 // publisher (ErrReserved).
 func CheckAppend(p AppendParams) error {
 	e := p.Event
 	if e.ID == "" || e.Type == "" || e.Tenant == "" || e.Workspace == "" {
+		return ErrInvalid
+	}
+	if len(e.ID) > MaxID || len(e.Tenant) > MaxName || len(e.Workspace) > MaxName || len(e.Type) > MaxName {
 		return ErrInvalid
 	}
 	for _, s := range []string{e.ID, e.Type, e.Tenant, e.Workspace, e.Correlation} {

@@ -18,6 +18,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -338,6 +340,15 @@ type Ledger interface {
 	Ping(ctx context.Context) error
 }
 
+// The longest names and keys every store keeps (the domain refuses keys
+// over 1,024 bytes before the ledger sees them; PostgreSQL indexes no entry
+// over about 2.7 KB): a tenant, workspace or follower name is at most
+// MaxName bytes; a key, an item id or an event id at most MaxKey.
+const (
+	MaxName = 256
+	MaxKey  = 1024
+)
+
 // CheckText refuses what no store can keep alike: a NUL byte or text that is
 // not UTF-8 (PostgreSQL's text refuses both). Every store checks every string
 // it is given with it and answers an error wrapping ErrInvalid.
@@ -354,7 +365,7 @@ func CheckText(values ...string) error {
 }
 
 // CheckKey refuses a key every store refuses: an empty tenant, workspace or
-// key, an unknown kind, or text CheckText refuses.
+// key, one too long, an unknown kind, or text CheckText refuses.
 func CheckKey(k Key) error {
 	if k.Tenant == "" || k.Workspace == "" || k.Key == "" {
 		return fmt.Errorf("%w: key needs a tenant, a workspace and a key", ErrInvalid)
@@ -362,11 +373,14 @@ func CheckKey(k Key) error {
 	if k.Kind != KindItem && k.Kind != KindComment {
 		return fmt.Errorf("%w: unknown kind %q", ErrInvalid, k.Kind)
 	}
+	if len(k.Tenant) > MaxName || len(k.Workspace) > MaxName || len(k.Key) > MaxKey {
+		return fmt.Errorf("%w: tenant or workspace over %d bytes, or key over %d", ErrInvalid, MaxName, MaxKey)
+	}
 	return CheckText(k.Tenant, k.Workspace, k.Key)
 }
 
 // CheckFollower refuses a follower every store refuses: an unknown kind, an
-// empty tenant, workspace or name, or text CheckText refuses.
+// empty or too long tenant, workspace or name, or text CheckText refuses.
 func CheckFollower(f Follower) error {
 	if f.Kind != TrackerFollower && f.Kind != LogFollower {
 		return fmt.Errorf("%w: unknown follower kind %q", ErrInvalid, f.Kind)
@@ -374,5 +388,33 @@ func CheckFollower(f Follower) error {
 	if f.Tenant == "" || f.Workspace == "" || f.Name == "" {
 		return fmt.Errorf("%w: follower needs a tenant, a workspace and a name", ErrInvalid)
 	}
+	if len(f.Tenant) > MaxName || len(f.Workspace) > MaxName || len(f.Name) > MaxName {
+		return fmt.Errorf("%w: follower name over %d bytes", ErrInvalid, MaxName)
+	}
 	return CheckText(f.Tenant, f.Workspace, f.Name)
+}
+
+// Forward merges c into the saved cursor as SaveCursor does, moving each
+// part only forward: the (UpdatedAt, ItemID) position, Seq, Seeded and
+// SweptAt. Every store applies this one rule.
+func Forward(saved, c Cursor) Cursor {
+	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && c.ItemID > saved.ItemID) {
+		saved.UpdatedAt, saved.ItemID = c.UpdatedAt, c.ItemID
+	}
+	if c.Seq > saved.Seq {
+		saved.Seq = c.Seq
+	}
+	saved.Seeded = saved.Seeded || c.Seeded
+	if c.SweptAt.After(saved.SweptAt) {
+		saved.SweptAt = c.SweptAt
+	}
+	return saved
+}
+
+// NewNonce returns a fresh random nonce (Ratus): 16 bytes from crypto/rand,
+// in hex. Every store writes one with every change to a mutable row.
+func NewNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
 }

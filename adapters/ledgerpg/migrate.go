@@ -1,0 +1,149 @@
+package ledgerpg
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migration/*.up.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+
+// loadMigrations reads dir's NNN_name.up.sql files and refuses a set with a
+// gap, a duplicate version or a stray file.
+func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("ledgerpg: migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("ledgerpg: migration %q is not named NNN_name.up.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("ledgerpg: migration %s: %w", e.Name(), err)
+		}
+		out = append(out, migration{version: v, name: m[2], sql: string(body)})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("ledgerpg: no migrations")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			if i > 0 && out[i-1].version == m.version {
+				return nil, fmt.Errorf("ledgerpg: migration %03d appears twice", m.version)
+			}
+			return nil, fmt.Errorf("ledgerpg: migrations have a gap before %03d_%s", m.version, m.name)
+		}
+	}
+	return out, nil
+}
+
+// Migrate applies the ledger's migrations to DefaultSchema (`relayr
+// migrate` runs it); see MigrateSchema.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return MigrateSchema(ctx, pool, DefaultSchema)
+}
+
+// MigrateSchema creates schema if need be and applies the migrations it
+// lacks, each once, recorded in its relayr_migrations table. It runs in one
+// transaction under an advisory lock on the schema's name, so processes
+// that migrate at once apply each migration once between them; a schema
+// newer than this relayr's migrations is refused. The role becomes the
+// tables' owner.
+func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	migrations, err := loadMigrations(migrationFS, "migration")
+	if err != nil {
+		return err
+	}
+	quoted := pgx.Identifier{schema}.Sanitize()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relayr.migrate/' || $1::text, 5370))`, schema); err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	steps := []string{
+		`CREATE SCHEMA IF NOT EXISTS ` + quoted,
+		`SET LOCAL search_path TO ` + quoted + `, pg_temp`,
+		`CREATE TABLE IF NOT EXISTS relayr_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, sql := range steps {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+		}
+	}
+	applied := map[int]string{}
+	rows, err := tx.Query(ctx, `SELECT version, name FROM relayr_migrations`)
+	if err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	for rows.Next() {
+		var (
+			v    int
+			name string
+		)
+		if err := rows.Scan(&v, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("ledgerpg: migrate: %w", err)
+		}
+		applied[v] = name
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	for v, name := range applied {
+		if v > len(migrations) {
+			return fmt.Errorf("ledgerpg: schema %q has migration %03d_%s, newer than this relayr's", schema, v, name)
+		}
+		if migrations[v-1].name != name {
+			return fmt.Errorf("ledgerpg: schema %q applied %03d_%s where this relayr has %03d_%s", schema, v, name, v, migrations[v-1].name)
+		}
+	}
+	for _, m := range migrations {
+		if _, ok := applied[m.version]; ok {
+			continue
+		}
+		// Simple protocol: a migration file may hold many statements.
+		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO relayr_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	return nil
+}

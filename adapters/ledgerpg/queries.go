@@ -1,0 +1,129 @@
+package ledgerpg
+
+import "strings"
+
+// queries are the ledger's statements with its schema filled in.
+type queries struct {
+	lookup, lookupItem, claim, record, release, markDeleted string
+	valuesForUpdate, setValues, countWrite, forgetWrites    string
+	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
+	followed, ping, appendEvent, readEvents                 string
+	tracker, log                                            followerQueries
+}
+
+type followerQueries struct {
+	takeLease, renewLease, releaseLease, cursor, saveCursor, deadLetter, deadLetters string
+}
+
+const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
+	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
+
+const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
+
+func newQueries(schema string) queries {
+	s := func(sql string) string { return strings.ReplaceAll(sql, "{s}", schema) }
+	return queries{
+		lookup: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items WHERE ` + keyWhere),
+		lookupItem: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items
+			WHERE tenant = $1 AND workspace = $2 AND item_id = $3 AND recorded AND kind = 'item'
+			ORDER BY key LIMIT 1`),
+		// A new key is inserted (xmax = 0); an unrecorded, undeleted claim
+		// older than the cutoff is taken again; any other row answers no
+		// row and is read as it stands.
+		claim: s(`INSERT INTO {s}.relayr_tracker_items AS t (tenant, workspace, kind, key, nonce, claimed_at, correlation)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (tenant, workspace, kind, key) DO UPDATE SET nonce = excluded.nonce, claimed_at = excluded.claimed_at
+			WHERE NOT t.recorded AND NOT t.deleted AND t.claimed_at < $8
+			RETURNING ` + claimColumns + `, (xmax = 0)`),
+		record: s(`UPDATE {s}.relayr_tracker_items SET recorded = true, nonce = $6, recorded_at = $7,
+				item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
+			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
+			RETURNING ` + claimColumns),
+		release: s(`DELETE FROM {s}.relayr_tracker_items
+			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded AND NOT deleted
+			RETURNING true`),
+		markDeleted: s(`INSERT INTO {s}.relayr_tracker_items (tenant, workspace, kind, key, nonce, deleted)
+			VALUES ($1, $2, $3, $4, $5, true)
+			ON CONFLICT (tenant, workspace, kind, key) DO UPDATE SET deleted = true, nonce = excluded.nonce`),
+		valuesForUpdate: s(`SELECT recorded_values FROM {s}.relayr_tracker_items WHERE ` + keyWhere + ` FOR UPDATE`),
+		setValues:       s(`UPDATE {s}.relayr_tracker_items SET recorded_values = $5::jsonb WHERE ` + keyWhere),
+		// The counter row is locked by the upsert; every SET sees the row as
+		// it was, so kept is the writes still inside the window.
+		countWrite: s(`INSERT INTO {s}.relayr_tracker_writes AS w (tenant, workspace, item_id, ats, counted)
+			VALUES ($1, $2, $3, ARRAY[$4::timestamptz], true)
+			ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
+				ats = CASE WHEN cardinality(ARRAY(SELECT a FROM unnest(w.ats) a WHERE a > $6)) < $5
+					THEN ARRAY(SELECT a FROM unnest(w.ats) a WHERE a > $6) || $4::timestamptz
+					ELSE ARRAY(SELECT a FROM unnest(w.ats) a WHERE a > $6) END,
+				counted = cardinality(ARRAY(SELECT a FROM unnest(w.ats) a WHERE a > $6)) < $5
+			RETURNING cardinality(ats), counted`),
+		forgetWrites: s(`DELETE FROM {s}.relayr_tracker_writes WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
+		snapshot: s(`SELECT item, updated_at, comments_until FROM {s}.relayr_tracker_snapshots
+			WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
+		saveSnapshots: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until)
+			SELECT $1, r.workspace, r.item_id, r.item, r.updated_at, r.comments_until
+			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[])
+				AS r (workspace, item_id, item, updated_at, comments_until)
+			ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
+				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until`),
+		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
+		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
+			WHERE tenant = $1 AND workspace = $2 AND ($3 OR item_id > $4) ORDER BY item_id LIMIT $5`),
+		followed: s(`SELECT tenant, workspace, name FROM {s}.relayr_followed()`),
+		ping: s(`SELECT (SELECT coalesce(max(version), 0) FROM {s}.relayr_migrations),
+			row_security_active($1::text)`),
+		appendEvent: s(`WITH existing AS (
+				SELECT seq FROM {s}.relayr_events WHERE tenant = $1 AND workspace = $2 AND id = $3
+			), appended AS (
+				INSERT INTO {s}.relayr_events (tenant, workspace, seq, id, type, correlation, data, at)
+				SELECT $1, $2, coalesce((SELECT max(seq) FROM {s}.relayr_events WHERE tenant = $1 AND workspace = $2), 0) + 1,
+					$3, $4, $5, $6, $7
+				WHERE NOT EXISTS (SELECT 1 FROM existing)
+				RETURNING seq
+			)
+			SELECT seq, true FROM appended UNION ALL SELECT seq, false FROM existing`),
+		readEvents: s(`SELECT seq, id, type, correlation, data, at FROM {s}.relayr_events
+			WHERE tenant = $1 AND workspace = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
+		tracker: newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
+		log:     newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
+	}
+}
+
+func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
+	s := func(sql string) string {
+		return strings.NewReplacer("{s}", schema, "{f}", followers, "{d}", deadLetters).Replace(sql)
+	}
+	const where = `tenant = $1 AND workspace = $2 AND name = $3`
+	return followerQueries{
+		// Taken when nobody holds it or it lapsed (ADR-0015).
+		takeLease: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, holder, nonce, expires)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (tenant, workspace, name) DO UPDATE SET holder = excluded.holder, nonce = excluded.nonce, expires = excluded.expires
+			WHERE f.holder = '' OR f.expires <= $7`),
+		renewLease: s(`UPDATE {s}.{f} SET nonce = $5, expires = $6
+			WHERE ` + where + ` AND holder <> '' AND nonce = $4
+			RETURNING holder`),
+		releaseLease: s(`UPDATE {s}.{f} SET holder = '', nonce = '', expires = NULL
+			WHERE ` + where + ` AND holder <> '' AND nonce = $4`),
+		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at FROM {s}.{f} WHERE ` + where),
+		// Each part moves only forward: (updated_at, item_id) as a pair,
+		// seq, seeded and swept_at alone (ledger.Forward).
+		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (tenant, workspace, name) DO UPDATE SET
+				cursor_updated_at = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
+						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+					THEN excluded.cursor_updated_at ELSE f.cursor_updated_at END,
+				cursor_item_id = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
+						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+					THEN excluded.cursor_item_id ELSE f.cursor_item_id END,
+				cursor_seq = greatest(f.cursor_seq, excluded.cursor_seq),
+				seeded = f.seeded OR excluded.seeded,
+				swept_at = greatest(f.swept_at, excluded.swept_at)`),
+		deadLetter: s(`INSERT INTO {s}.{d} (tenant, workspace, name, event_id, seq, event, reason, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`),
+		deadLetters: s(`SELECT event_id, seq, event, reason, at FROM {s}.{d}
+			WHERE ` + where + ` ORDER BY at NULLS FIRST, n`),
+	}
+}
