@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/relayr-go/relayr/apps/relayr/internal/app"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flags("check", "validate the configuration, read its secrets, and reach every bound tracker with its credentials", stderr)
+	path := fs.String("config", "relayr.toml", "the configuration file")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	c, s, ok := loadConfig(*path, stderr)
+	if !ok {
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "configuration %s: valid, %d tenants, %d bindings, %d subscriptions\n", *path, len(c.Tenants), len(c.Bindings), len(c.Subscriptions))
+	bindings, err := app.Bindings(c, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "relayr: %v\n", err)
+		return exitFail
+	}
+	failed := 0
+	for _, b := range bindings {
+		err := reach(ctx, b.Connector, s.Trackers[b.Tenant+"/"+b.Kind()], b.Source())
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "  %-24s %-8s FAILED: %v\n", b.Name(), b.Kind(), err)
+			continue
+		}
+		fmt.Fprintf(stdout, "  %-24s %-8s reachable\n", b.Name(), b.Kind())
+	}
+	if failed > 0 {
+		fmt.Fprintf(stdout, "%d of %d bindings failed\n", failed, len(bindings))
+		return exitFail
+	}
+	return exitOK
+}
+
+// reach connects with the binding's credentials and asks for a key nobody
+// filed: a tracker that answers "not found" is reachable and takes the key.
+func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credentials, src tracker.Source) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tr, err := conn.Connect(ctx, creds, src)
+	if err != nil {
+		return err
+	}
+	_, err = tr.Find(ctx, "relayr-check/never-filed")
+	if errors.Is(err, tracker.ErrNotFound) {
+		return nil
+	}
+	if err == nil {
+		return nil
+	}
+	return err
+}

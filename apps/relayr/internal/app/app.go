@@ -1,0 +1,304 @@
+// Package app wires relayr's modules into the service `relayr serve` runs:
+// the ledger, one connector per binding, the write path, the tracker
+// followers, the delivery followers and the HTTP surface.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/ledgerpg"
+	"github.com/relayr-go/relayr/adapters/ledgersqlite"
+	"github.com/relayr-go/relayr/adapters/plane"
+	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/apps/relayr/internal/config"
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+)
+
+// Store is a ledger that is also the event log, as both SQL ledgers are.
+type Store interface {
+	ledger.Ledger
+	eventlog.Log
+}
+
+// App is a wired service.
+type App struct {
+	Config    *config.Config
+	Store     Store
+	Log       *eventlog.Notifying
+	Conns     *binding.Connections
+	Writer    *writes.Writer
+	Followers *follow.Followers
+	Delivery  *follow.LogFollowers
+	API       *httpapi.API
+	Registry  *prometheus.Registry
+	Logger    *slog.Logger
+
+	clock     clock.Clock
+	closeDB   func()
+	subs      []config.Subscription
+	subSecret map[string]string
+}
+
+// Options are what the caller adds to a configuration: the clock, the
+// logger, the environment secrets are read from, and HTTP clients.
+type Options struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Getenv func(string) string
+	// Transport sends the adapters' and subscribers' requests (the default
+	// transport when nil).
+	Transport http.RoundTripper
+	// Integrations switches trackers per workspace (Always when nil).
+	Integrations integrations.Integrations
+}
+
+// OpenStore opens the configured ledger; migrate applies PostgreSQL's
+// migrations first (SQLite's are always applied at open).
+func OpenStore(ctx context.Context, c *config.Config, s *config.Secrets, migrate bool) (Store, func(), error) {
+	switch c.Ledger.Driver {
+	case "postgres":
+		l, err := ledgerpg.Open(ctx, s.DSN, ledgerpg.Options{Schema: c.Ledger.Schema, RLS: c.Ledger.RLS, Migrate: migrate})
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger: %w", err)
+		}
+		return l, l.Close, nil
+	default:
+		l, err := ledgersqlite.Open(ctx, c.LedgerPath())
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger %s: %w", c.LedgerPath(), err)
+		}
+		return l, func() { _ = l.Close() }, nil
+	}
+}
+
+// Connector makes a binding's connector.
+func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector, error) {
+	switch b.Tracker {
+	case plane.Kind:
+		var client *http.Client
+		if transport != nil {
+			client = &http.Client{Transport: transport}
+		}
+		return plane.NewConnector(plane.Config{
+			BaseURL: b.BaseURL, WebURL: b.WebURL, Workspace: b.PlaneWorkspace, Project: b.Project,
+			Identifier: b.Identifier, Namespace: b.Namespace, Client: client,
+		})
+	case vikunja.Kind:
+		id, err := strconv.ParseInt(b.Project, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("vikunja project %q: %w", b.Project, err)
+		}
+		var opts []vikunja.Option
+		if transport != nil {
+			opts = append(opts, vikunja.WithTransport(transport))
+		}
+		return vikunja.Connector{BaseURL: b.BaseURL, Project: id, Options: opts}, nil
+	}
+	return nil, fmt.Errorf("tracker %q is not plane or vikunja", b.Tracker)
+}
+
+// Bindings makes the configuration's bindings.
+func Bindings(c *config.Config, transport http.RoundTripper) ([]binding.Binding, error) {
+	var out []binding.Binding
+	for _, b := range c.Bindings {
+		conn, err := Connector(b, transport)
+		if err != nil {
+			return nil, fmt.Errorf("binding %s/%s: %w", b.Tenant, b.Workspace, err)
+		}
+		nb := binding.Binding{
+			Tenant: b.Tenant, Workspace: b.Workspace, Connector: conn, Namespace: b.Namespace,
+			Defaults: tracker.Draft{State: tracker.State(b.Defaults.State), Labels: b.Defaults.Labels, Description: b.Defaults.Description},
+		}
+		if b.Since != nil {
+			nb.Since = *b.Since
+		}
+		out = append(out, nb)
+	}
+	return out, nil
+}
+
+// New wires a service from a validated configuration and its secrets.
+func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*App, error) {
+	if o.Clock == nil {
+		o.Clock = clock.System{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Integrations == nil {
+		o.Integrations = integrations.Always
+	}
+	store, closeDB, err := OpenStore(ctx, c, s, true)
+	if err != nil {
+		return nil, err
+	}
+	bindings, err := Bindings(c, o.Transport)
+	if err != nil {
+		closeDB()
+		return nil, err
+	}
+	t := c.Timings
+	conns := binding.NewConnections(o.Clock, s.Trackers, bindings...)
+	conns.TTL = t.CredentialsTTL.Or(binding.CredentialsTTL)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m := NewPrometheus(reg)
+	bud := budget.New(o.Clock, t.Budget)
+	log := eventlog.NewNotifying(store)
+	w := writes.New(writes.Config{
+		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m,
+		Options: writes.Options{
+			RetakeAfter: t.RetakeAfter.Duration, WriteBound: t.WriteBound.Duration,
+			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit,
+		},
+	})
+	holder := c.Holder
+	if holder == "" {
+		host, _ := os.Hostname()
+		holder = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	fopts := follow.Options{
+		LeaseTTL: t.Lease.Duration, PollEvery: t.Poll.Duration, Lookback: t.Lookback.Duration,
+		SweepEvery: t.Sweep.Duration, Debounce: t.Debounce.Duration,
+	}
+	fs := follow.New(follow.Config{
+		Ledger: store, Log: log, Connections: conns, Integrations: o.Integrations, Clock: o.Clock,
+		Budget: bud, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
+	})
+	a := &App{
+		Config: c, Store: store, Log: log, Conns: conns, Writer: w, Followers: fs, Registry: reg, Logger: o.Logger,
+		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, subSecret: s.Subscriptions,
+	}
+	var client *http.Client
+	if o.Transport != nil {
+		client = &http.Client{Transport: o.Transport, Timeout: 10 * time.Second}
+	}
+	a.Delivery = follow.NewLogFollowers(follow.LogConfig{
+		Ledger: store, Log: log, Clock: o.Clock, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
+		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
+			for _, sub := range a.subs {
+				if sub.Tenant == f.Tenant && sub.Workspace == f.Workspace && sub.Name == f.Name {
+					return follow.Subscription{Sink: &httpapi.Subscriber{
+						URL: sub.URL, Secret: a.subSecret[f.Tenant+"/"+f.Workspace+"/"+f.Name],
+						Client: client, Clock: o.Clock, Logger: o.Logger,
+					}}, nil
+				}
+			}
+			return follow.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
+		},
+	})
+	a.API = httpapi.New(httpapi.Config{
+		Writes: w, Log: log, Connections: conns, Integrations: o.Integrations, Ledger: store,
+		Waker: httpapi.WakerFunc(func(b binding.Binding, project string) {
+			fs.Nudge(context.WithoutCancel(ctx), b.Tenant, b.Kind(), project)
+		}),
+		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
+		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Counters: m, Clock: o.Clock, Logger: o.Logger,
+	})
+	return a, nil
+}
+
+// Run starts the followers and delivery and serves HTTP on ln until ctx
+// ends; then it stops: the followers give their leases up at once, so
+// another replica takes over without waiting for them to lapse, and
+// in-flight writes get ShutdownGrace to finish within their bound.
+func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	a.Followers.Start(runCtx)
+	if err := a.Delivery.Start(runCtx); err != nil {
+		a.Logger.Error("resuming delivery", "err", err)
+	}
+	for _, sub := range a.subs {
+		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: sub.Tenant, Workspace: sub.Workspace, Name: sub.Name}
+		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: &httpapi.Subscriber{
+			URL: sub.URL, Secret: a.subSecret[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name], Clock: a.clock, Logger: a.Logger,
+		}}); err != nil {
+			a.Logger.Error("delivery", "subscription", sub.Name, "err", err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.notifyDelivery(runCtx) })
+
+	srv := httpapi.NewServer(ln.Addr().String(), a.API)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.Logger.Info("relayr serving", "addr", ln.Addr().String(), "bindings", len(a.Config.Bindings), "ledger", a.Config.Ledger.Driver)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Leases first, at once: another replica may take over now.
+	stopped := make(chan struct{})
+	go func() {
+		a.Followers.Stop()
+		a.Delivery.Stop()
+		close(stopped)
+	}()
+	grace := a.Config.Timings.ShutdownGrace.Or(25 * time.Second)
+	sctx, scancel := context.WithTimeout(context.Background(), grace)
+	defer scancel()
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+		err = serr
+	}
+	<-stopped
+	cancel()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// notifyDelivery wakes the delivery followers of a workspace when its log
+// grows in this process.
+func (a *App) notifyDelivery(ctx context.Context) {
+	seen := map[string]bool{}
+	var wg sync.WaitGroup
+	for _, sub := range a.subs {
+		k := sub.Tenant + "/" + sub.Workspace
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		wg.Go(func() {
+			for {
+				ch := a.Log.Changed(sub.Tenant, sub.Workspace)
+				select {
+				case <-ch:
+					a.Delivery.Notify(sub.Tenant, sub.Workspace)
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Close closes the ledger.
+func (a *App) Close() { a.closeDB() }

@@ -1,0 +1,491 @@
+// Package config reads relayr's TOML configuration: validated whole before
+// anything starts, unknown keys refused with their line, secrets read from
+// the environment or from files and never from the file itself, and every
+// timing of the seeds an option with the seeds' default.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// Config is a whole configuration, as read.
+type Config struct {
+	// Listen is the HTTP address ("127.0.0.1:8080").
+	Listen string `toml:"listen"`
+	// OperatorToken guards /metrics.
+	OperatorToken Secret `toml:"operator_token"`
+	// Holder names this replica in leases (the host name by default).
+	Holder        string         `toml:"holder"`
+	Ledger        Ledger         `toml:"ledger"`
+	Timings       Timings        `toml:"timings"`
+	Log           Log            `toml:"log"`
+	Tenants       []Tenant       `toml:"tenants"`
+	Bindings      []Binding      `toml:"bindings"`
+	Subscriptions []Subscription `toml:"subscriptions"`
+
+	// Dir is the folder the configuration was read from.
+	Dir string `toml:"-"`
+}
+
+// Ledger says where the ledger lives.
+type Ledger struct {
+	// Driver is "sqlite" (the default) or "postgres".
+	Driver string `toml:"driver"`
+	// Path is the SQLite file, relative to the configuration's folder
+	// (default relayr.db beside it).
+	Path string `toml:"path"`
+	// DSN is PostgreSQL's connection string, a secret.
+	DSN Secret `toml:"dsn"`
+	// RLS turns PostgreSQL's row-level security on.
+	RLS bool `toml:"rls"`
+	// Schema is the PostgreSQL schema (default "relayr").
+	Schema string `toml:"schema"`
+}
+
+// Log sets logging.
+type Log struct {
+	Level  string `toml:"level"`  // debug, info (default), warn, error
+	Format string `toml:"format"` // text (default) or json
+}
+
+// Timings are every timing of the seeds, with their defaults.
+type Timings struct {
+	Lease          Duration `toml:"lease"`           // 30s: a follower's lease (ADR-0015)
+	Poll           Duration `toml:"poll"`            // 30s: a tracker follower's poll (ADR-0036)
+	Lookback       Duration `toml:"lookback"`        // 2m: a poll reads from this long before its cursor
+	Sweep          Duration `toml:"sweep"`           // 24h: the sweep for removed items
+	Debounce       Duration `toml:"debounce"`        // 2s: a nudge's debounce
+	RetakeAfter    Duration `toml:"retake_after"`    // 30s: an unrecorded claim is retaken after
+	WriteBound     Duration `toml:"write_bound"`     // 20s: all writes under a claim
+	CapWindow      Duration `toml:"cap_window"`      // 1h: the loop cap's window
+	CapLimit       int      `toml:"cap_limit"`       // 20: writes to one item in the window
+	Budget         int      `toml:"budget"`          // 40: requests a minute per tenant's key
+	CredentialsTTL Duration `toml:"credentials_ttl"` // 5m: credentials are asked again after
+	ShutdownGrace  Duration `toml:"shutdown_grace"`  // 25s: in-flight writes' time to finish on SIGTERM
+}
+
+// Tenant is one tenant: its API token and its trackers' credentials.
+type Tenant struct {
+	Name  string `toml:"name"`
+	Token Secret `toml:"token"`
+	// Trackers holds the tenant's key per tracker kind ("plane",
+	// "vikunja").
+	Trackers map[string]TrackerCredentials `toml:"trackers"`
+}
+
+// TrackerCredentials are a tenant's key for one tracker kind (T4) and the
+// secret its webhook deliveries are signed with.
+type TrackerCredentials struct {
+	Key           Secret `toml:"key"`
+	WebhookSecret Secret `toml:"webhook_secret"`
+}
+
+// Binding binds a workspace to a tracker project.
+type Binding struct {
+	Tenant    string `toml:"tenant"`
+	Workspace string `toml:"workspace"`
+	// Tracker is "plane" or "vikunja".
+	Tracker string `toml:"tracker"`
+	BaseURL string `toml:"base_url"`
+	// WebURL is Plane's web app, for links (default BaseURL).
+	WebURL string `toml:"web_url"`
+	// PlaneWorkspace is Plane's workspace slug.
+	PlaneWorkspace string `toml:"plane_workspace"`
+	// Project is Plane's project id or Vikunja's project number.
+	Project string `toml:"project"`
+	// Identifier is Plane's project identifier ("OPS"), read from Plane
+	// when empty.
+	Identifier string `toml:"identifier"`
+	// Namespace of the source (default "lattice").
+	Namespace string   `toml:"namespace"`
+	Defaults  Defaults `toml:"defaults"`
+	// Since, when set, publishes the items changed since as created on the
+	// binding's first read, instead of seeding silently.
+	Since *time.Time `toml:"since"`
+}
+
+// Defaults fill what a run's draft leaves out (T5).
+type Defaults struct {
+	State       string   `toml:"state"`
+	Labels      []string `toml:"labels"`
+	Description string   `toml:"description"`
+}
+
+// Subscription delivers a workspace's events to a URL, signed with a secret.
+type Subscription struct {
+	Tenant    string `toml:"tenant"`
+	Workspace string `toml:"workspace"`
+	Name      string `toml:"name"`
+	URL       string `toml:"url"`
+	Secret    Secret `toml:"secret"`
+}
+
+// Secret is read from the environment (env = "NAME") or a file (file =
+// "/run/secrets/x"), never written in the configuration itself.
+type Secret struct {
+	Env  string `toml:"env"`
+	File string `toml:"file"`
+}
+
+// Set reports whether the secret names a source.
+func (s Secret) Set() bool { return s.Env != "" || s.File != "" }
+
+// Duration is a time.Duration written as "30s".
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 30s or 2m", b)
+	}
+	if v <= 0 {
+		return fmt.Errorf("%q must be more than zero", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Or answers d, or def when d was not set.
+func (d Duration) Or(def time.Duration) time.Duration {
+	if d.Duration == 0 {
+		return def
+	}
+	return d.Duration
+}
+
+// Error lists everything wrong with a configuration at once.
+type Error struct {
+	Path     string
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	return e.Path + ": " + strings.Join(e.Problems, "; ")
+}
+
+// ErrInvalid matches every *Error.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Is makes an *Error match ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Load reads and validates the configuration at path. It reads no secret.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, abs)
+}
+
+// Parse validates a configuration's text; path names it in errors and its
+// folder anchors relative paths.
+func Parse(b []byte, path string) (*Config, error) {
+	var c Config
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, &Error{Path: path, Problems: decodeProblems(err)}
+	}
+	c.Dir = filepath.Dir(path)
+	if probs := c.validate(); len(probs) > 0 {
+		return nil, &Error{Path: path, Problems: probs}
+	}
+	return &c, nil
+}
+
+func decodeProblems(err error) []string {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var out []string
+		for _, e := range strict.Errors {
+			row, _ := e.Position()
+			out = append(out, fmt.Sprintf("line %d: unknown key %q", row, strings.Join(e.Key(), ".")))
+		}
+		return out
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		msg := de.Error()
+		if strings.Contains(msg, "config.Secret") {
+			// A secret written into the file itself.
+			msg = fmt.Sprintf("%s is a secret: read it from the environment or a file, as {env = \"NAME\"} or {file = \"/path\"}, never from this file", strings.Join(de.Key(), "."))
+		}
+		return []string{fmt.Sprintf("line %d, column %d: %s", row, col, msg)}
+	}
+	return []string{err.Error()}
+}
+
+// Kinds of tracker a binding may name.
+var Kinds = []string{"plane", "vikunja"}
+
+func (c *Config) validate() []string {
+	var p []string
+	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	switch c.Ledger.Driver {
+	case "", "sqlite":
+		c.Ledger.Driver = "sqlite"
+		if c.Ledger.DSN.Set() {
+			add("ledger: dsn is for driver postgres")
+		}
+	case "postgres":
+		if !c.Ledger.DSN.Set() {
+			add("ledger: driver postgres needs dsn = {env = \"…\"} or {file = \"…\"}")
+		}
+	default:
+		add("ledger: driver %q is not sqlite or postgres", c.Ledger.Driver)
+	}
+	switch c.Log.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		add("log: level %q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		add("log: format %q is not text or json", c.Log.Format)
+	}
+	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {
+		add("timings: cap_limit and budget must be positive")
+	}
+
+	tenants := map[string]*Tenant{}
+	for i := range c.Tenants {
+		t := &c.Tenants[i]
+		switch {
+		case tracker.ValidateKey(t.Name) != nil:
+			add("tenants[%d]: name %q is not a valid name", i, t.Name)
+		case tenants[t.Name] != nil:
+			add("tenants: %q is configured twice", t.Name)
+		}
+		tenants[t.Name] = t
+		if !t.Token.Set() {
+			add("tenant %q: token must be read from env or file", t.Name)
+		}
+		for kind, cr := range t.Trackers {
+			if !known(kind) {
+				add("tenant %q: tracker %q is not plane or vikunja", t.Name, kind)
+			}
+			if !cr.Key.Set() {
+				add("tenant %q: trackers.%s.key must be read from env or file", t.Name, kind)
+			}
+		}
+	}
+
+	bound := map[string]bool{}
+	for i, b := range c.Bindings {
+		where := fmt.Sprintf("bindings[%d] (%s/%s)", i, b.Tenant, b.Workspace)
+		t := tenants[b.Tenant]
+		switch {
+		case b.Tenant == "":
+			add("%s: names no tenant", where)
+		case t == nil:
+			add("%s: tenant %q is not configured", where, b.Tenant)
+		}
+		if tracker.ValidateKey(b.Workspace) != nil {
+			add("%s: workspace %q is not a valid name", where, b.Workspace)
+		}
+		if bound[b.Tenant+"/"+b.Workspace] {
+			add("%s: the workspace is bound twice", where)
+		}
+		bound[b.Tenant+"/"+b.Workspace] = true
+		if !known(b.Tracker) {
+			add("%s: tracker %q is not plane or vikunja", where, b.Tracker)
+		} else if t != nil {
+			if _, ok := t.Trackers[b.Tracker]; !ok {
+				add("%s: tenant %q has no credentials for %s", where, b.Tenant, b.Tracker)
+			}
+		}
+		if err := checkURL(b.BaseURL); err != nil {
+			add("%s: base_url: %v", where, err)
+		}
+		if b.WebURL != "" {
+			if err := checkURL(b.WebURL); err != nil {
+				add("%s: web_url: %v", where, err)
+			}
+		}
+		if b.Project == "" {
+			add("%s: names no project", where)
+		}
+		if b.Tracker == "plane" && b.PlaneWorkspace == "" {
+			add("%s: plane needs plane_workspace (the workspace slug)", where)
+		}
+		if b.Tracker == "vikunja" && !allDigits(b.Project) {
+			add("%s: vikunja's project is a number, not %q", where, b.Project)
+		}
+		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
+			add("%s: defaults.state %q is not backlog, todo, started, done or cancelled", where, s)
+		}
+	}
+
+	subs := map[string]bool{}
+	for i, s := range c.Subscriptions {
+		where := fmt.Sprintf("subscriptions[%d] (%s)", i, s.Name)
+		if !bound[s.Tenant+"/"+s.Workspace] {
+			add("%s: %s/%s is not a bound workspace", where, s.Tenant, s.Workspace)
+		}
+		if tracker.ValidateKey(s.Name) != nil {
+			add("%s: needs a name", where)
+		}
+		if subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] {
+			add("%s: configured twice", where)
+		}
+		subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] = true
+		if err := checkURL(s.URL); err != nil {
+			add("%s: url: %v", where, err)
+		}
+		if !s.Secret.Set() {
+			add("%s: secret must be read from env or file", where)
+		}
+	}
+	return p
+}
+
+func known(kind string) bool {
+	for _, k := range Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+// ReadSecret reads a secret from its environment variable or file; getenv
+// is os.Getenv unless a test passes its own.
+func ReadSecret(s Secret, getenv func(string) string) (string, error) {
+	switch {
+	case s.Env != "" && s.File != "":
+		return "", errors.New("a secret names both env and file")
+	case s.Env != "":
+		v := getenv(s.Env)
+		if v == "" {
+			return "", fmt.Errorf("environment variable %s is empty or unset", s.Env)
+		}
+		return v, nil
+	case s.File != "":
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return "", fmt.Errorf("secret file: %w", err)
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return "", fmt.Errorf("secret file %s is empty", s.File)
+		}
+		return v, nil
+	}
+	return "", errors.New("the secret names neither env nor file")
+}
+
+// Secrets are every secret a configuration names, read.
+type Secrets struct {
+	OperatorToken string
+	DSN           string
+	// Tokens maps an API token to its tenant.
+	Tokens map[string]string
+	// Trackers are the tenants' tracker credentials by "<tenant>/<kind>".
+	Trackers tracker.StaticCredentials
+	// Subscriptions are the subscriptions' secrets by
+	// "<tenant>/<workspace>/<name>".
+	Subscriptions map[string]string
+}
+
+// ReadSecrets reads every secret and reports every one missing at once.
+func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
+	s := &Secrets{Tokens: map[string]string{}, Trackers: tracker.StaticCredentials{}, Subscriptions: map[string]string{}}
+	var probs []string
+	read := func(what string, sec Secret) string {
+		v, err := ReadSecret(sec, getenv)
+		if err != nil {
+			probs = append(probs, what+": "+err.Error())
+		}
+		return v
+	}
+	if c.OperatorToken.Set() {
+		s.OperatorToken = read("operator_token", c.OperatorToken)
+	}
+	if c.Ledger.Driver == "postgres" {
+		s.DSN = read("ledger.dsn", c.Ledger.DSN)
+	}
+	for _, t := range c.Tenants {
+		tok := read("tenant "+t.Name+" token", t.Token)
+		if other, dup := s.Tokens[tok]; dup && tok != "" {
+			probs = append(probs, fmt.Sprintf("tenants %s and %s share a token", other, t.Name))
+		}
+		s.Tokens[tok] = t.Name
+		kinds := make([]string, 0, len(t.Trackers))
+		for k := range t.Trackers {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, kind := range kinds {
+			cr := t.Trackers[kind]
+			creds := tracker.Credentials{Token: read("tenant "+t.Name+" "+kind+" key", cr.Key)}
+			if cr.WebhookSecret.Set() {
+				creds.WebhookSecret = read("tenant "+t.Name+" "+kind+" webhook_secret", cr.WebhookSecret)
+			}
+			s.Trackers[t.Name+"/"+kind] = creds
+		}
+	}
+	for _, sub := range c.Subscriptions {
+		s.Subscriptions[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name] = read("subscription "+sub.Name+" secret", sub.Secret)
+	}
+	if len(probs) > 0 {
+		return nil, &Error{Path: "secrets", Problems: probs}
+	}
+	return s, nil
+}
+
+// LedgerPath is the SQLite file: relayr.db beside the configuration by
+// default, a relative path anchored at the configuration's folder.
+func (c *Config) LedgerPath() string {
+	p := c.Ledger.Path
+	if p == "" {
+		p = "relayr.db"
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Dir, p)
+	}
+	return p
+}

@@ -1,0 +1,156 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/apps/relayr/internal/config"
+)
+
+const good = `
+listen = "127.0.0.1:9090"
+operator_token = {env = "OP"}
+
+[ledger]
+driver = "sqlite"
+
+[timings]
+poll = "10s"
+
+[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.plane]
+key = {env = "ACME_PLANE_KEY"}
+webhook_secret = {env = "ACME_PLANE_HOOK"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "ops"
+tracker = "plane"
+base_url = "https://plane.example.com"
+plane_workspace = "acme"
+project = "0b0e4c5a-9f7e-4d43-a1b2-3c4d5e6f7a8b"
+since = 2026-11-01T00:00:00Z
+[bindings.defaults]
+state = "todo"
+labels = ["relayr"]
+
+[[subscriptions]]
+tenant = "acme"
+workspace = "ops"
+name = "rules"
+url = "https://rules.example.com/hook"
+secret = {file = "/run/secrets/rules"}
+`
+
+func TestAGoodConfigurationLoadsWithTheSeedsDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(good), "/etc/relayr/relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9090" || c.Ledger.Driver != "sqlite" || len(c.Bindings) != 1 {
+		t.Fatalf("%+v", c)
+	}
+	if got := c.LedgerPath(); got != "/etc/relayr/relayr.db" {
+		t.Fatalf("ledger path %s, want relayr.db beside the configuration", got)
+	}
+	if c.Timings.Poll.Or(30*time.Second) != 10*time.Second || c.Timings.Lease.Or(30*time.Second) != 30*time.Second {
+		t.Fatalf("timings %+v", c.Timings)
+	}
+	if c.Bindings[0].Since == nil || !c.Bindings[0].Since.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("since %v", c.Bindings[0].Since)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(string) string
+		want string
+	}{
+		{"AnUnknownKeyWithItsLine", func(s string) string {
+			return strings.Replace(s, "[timings]\n", "[timings]\npoll_every = \"5s\"\n", 1)
+		}, `line 9: unknown key "timings.poll_every"`},
+		{"AnUnknownKeyInABinding", func(s string) string {
+			return strings.Replace(s, `tracker = "plane"`, "tracker = \"plane\"\nprojekt = \"x\"", 1)
+		}, `unknown key "bindings.projekt"`},
+		{"ASecretWrittenInTheFile", func(s string) string {
+			return strings.Replace(s, `token = {env = "ACME_TOKEN"}`, `token = "s3cret"`, 1)
+		}, "line 13, column 9: tenants.token is a secret: read it from the environment or a file"},
+		{"AMissingSecret", func(s string) string {
+			return strings.Replace(s, `token = {env = "ACME_TOKEN"}`, "", 1)
+		}, `tenant "acme": token must be read from env or file`},
+		{"ABadURL", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, `base_url = "plane.example.com"`, 1)
+		}, `base_url: "plane.example.com" is not an http(s) URL`},
+		{"ABadSubscriptionURL", func(s string) string {
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "ftp://x"`, 1)
+		}, `url: "ftp://x" is not an http(s) URL`},
+		{"ADuplicateBinding", func(s string) string {
+			i := strings.Index(s, "[[bindings]]")
+			j := strings.Index(s, "[[subscriptions]]")
+			return s[:j] + s[i:j] + s[j:]
+		}, "the workspace is bound twice"},
+		{"AnUnknownTenant", func(s string) string {
+			return strings.Replace(s, "tenant = \"acme\"\nworkspace = \"ops\"\ntracker", "tenant = \"nobody\"\nworkspace = \"ops\"\ntracker", 1)
+		}, `tenant "nobody" is not configured`},
+		{"AnUnknownTracker", func(s string) string {
+			return strings.Replace(s, `tracker = "plane"`, `tracker = "jira"`, 1)
+		}, `tracker "jira" is not plane or vikunja`},
+		{"NoCredentialsForTheBindingsTracker", func(s string) string {
+			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
+		}, `tenant "acme" has no credentials for plane`},
+		{"ABadDuration", func(s string) string { return strings.Replace(s, `poll = "10s"`, `poll = "often"`, 1) }, "not a duration"},
+		{"ABadState", func(s string) string { return strings.Replace(s, `state = "todo"`, `state = "open"`, 1) }, `defaults.state "open"`},
+		{"PostgresWithoutADSN", func(s string) string { return strings.Replace(s, `driver = "sqlite"`, `driver = "postgres"`, 1) }, "needs dsn"},
+		{"AnUnknownDriver", func(s string) string { return strings.Replace(s, `driver = "sqlite"`, `driver = "mysql"`, 1) }, `driver "mysql"`},
+		{"BrokenTOML", func(s string) string { return s + "\n[[bindings]\n" }, "line"},
+		{"ASubscriptionOfAnUnboundWorkspace", func(s string) string {
+			return strings.Replace(s, "workspace = \"ops\"\nname = \"rules\"", "workspace = \"dev\"\nname = \"rules\"", 1)
+		}, "acme/dev is not a bound workspace"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(c.edit(good)), "relayr.toml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("%v does not match ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSecretsAreReadFromTheEnvironmentOrFilesAndMissingOnesAreNamedTogether(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "rules")
+	if err := os.WriteFile(secretFile, []byte("rules-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse([]byte(strings.Replace(good, "/run/secrets/rules", secretFile, 1)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OP": "op", "ACME_TOKEN": "tok", "ACME_PLANE_KEY": "key", "ACME_PLANE_HOOK": "hook"}
+	s, err := c.ReadSecrets(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tokens["tok"] != "acme" || s.Trackers["acme/plane"].Token != "key" || s.Trackers["acme/plane"].WebhookSecret != "hook" || s.Subscriptions["acme/ops/rules"] != "rules-secret" {
+		t.Fatalf("%+v", s)
+	}
+	delete(env, "ACME_TOKEN")
+	delete(env, "ACME_PLANE_KEY")
+	_, err = c.ReadSecrets(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "ACME_TOKEN") || !strings.Contains(err.Error(), "ACME_PLANE_KEY") {
+		t.Fatalf("err %v: want both missing secrets named", err)
+	}
+}
