@@ -184,7 +184,7 @@ func New(c Config) *API {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(v)
 			}
 			a.c.Logger.Error("httpapi: panic", "panic", v, "stack", string(debug.Stack()))

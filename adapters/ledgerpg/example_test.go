@@ -27,7 +27,7 @@ func Example() {
 	}
 	defer pool.Close()
 	schema := fmt.Sprintf("relayr_example_%d", time.Now().UnixNano())
-	defer pool.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`)
+	defer func() { _, _ = pool.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`) }()
 
 	if err := ledgerpg.MigrateSchema(ctx, pool, schema); err != nil {
 		log.Fatal(err)

@@ -275,7 +275,7 @@ func (l *Ledger) tx(ctx context.Context, tenant string, fn func(tx pgx.Tx) error
 	if err != nil {
 		return l.fail(ctx, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if l.rls && tenant != "" {
 		if _, err := tx.Exec(ctx, setTenant, tenant); err != nil {
 			return l.fail(ctx, err)
@@ -551,16 +551,18 @@ func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []strin
 }
 
 // ConsumeValues implements ledger.Claims.
-func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, fields []string) error {
+func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
-	if err := validate.Fields(fields); err != nil {
+	if err := validate.Values(values); err != nil {
 		return err
 	}
 	return l.changeValues(ctx, k, func(vs map[string]string) {
-		for _, f := range fields {
-			delete(vs, f)
+		for f, v := range values {
+			if cur, ok := vs[f]; ok && cur == v {
+				delete(vs, f)
+			}
 		}
 	})
 }

@@ -151,7 +151,7 @@ func TestTenantIsolationUnderRLS(t *testing.T) {
 	asA := func(sql string) (int64, error) {
 		tx, err := s.pool.Begin(ctx)
 		must(t, err)
-		defer tx.Rollback(ctx)
+		defer func() { _ = tx.Rollback(ctx) }()
 		if _, err := tx.Exec(ctx, `SELECT set_config('relayr.tenant', 'tenant-a', true)`); err != nil {
 			return 0, err
 		}
@@ -178,7 +178,7 @@ func TestTenantIsolationUnderRLS(t *testing.T) {
 			must(t, tx.QueryRow(ctx, `SELECT count(*) FROM `+q+` WHERE tenant = 'tenant-b'`).Scan(&seen))
 			var own int64
 			must(t, tx.QueryRow(ctx, `SELECT count(*) FROM `+q).Scan(&own))
-			tx.Rollback(ctx)
+			_ = tx.Rollback(ctx)
 			if seen != 0 || own == 0 {
 				t.Fatalf("tenant A reads %d of tenant B's rows and %d of all", seen, own)
 			}

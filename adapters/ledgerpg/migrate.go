@@ -85,7 +85,7 @@ func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error
 	if err != nil {
 		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relayr.migrate/' || $1::text, 5370))`, schema); err != nil {
 		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
 	}

@@ -160,7 +160,7 @@ func migrate(ctx context.Context, db *sql.DB, migrations []migration) error {
 	if err != nil {
 		return fmt.Errorf("ledgersqlite: migrate: %w", mapError(ctx, err))
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS relayr_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("ledgersqlite: migrate: %w", mapError(ctx, err))
@@ -232,7 +232,7 @@ func (l *Ledger) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("ledgersqlite: %w", mapError(ctx, err))
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	if err := fn(tx); err != nil {
 		if isSentinel(err) {
 			return err
@@ -549,16 +549,18 @@ func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []strin
 }
 
 // ConsumeValues implements ledger.Claims.
-func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, fields []string) error {
+func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
-	if err := validate.Fields(fields); err != nil {
+	if err := validate.Values(values); err != nil {
 		return err
 	}
 	return l.changeValues(ctx, k, func(vs map[string]string) {
-		for _, f := range fields {
-			delete(vs, f)
+		for f, v := range values {
+			if cur, ok := vs[f]; ok && cur == v {
+				delete(vs, f)
+			}
 		}
 	})
 }
@@ -753,9 +755,9 @@ func readLease(ctx context.Context, tx *sql.Tx, f ledger.Follower) (leaseRow, bo
 }
 
 func writeLease(ctx context.Context, tx *sql.Tx, f ledger.Follower, r leaseRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO `+followerTable(f)+` (tenant, workspace, name, holder, nonce, expires)
+	_, err := tx.ExecContext(ctx, withTable(`INSERT INTO {table} (tenant, workspace, name, holder, nonce, expires)
 		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, workspace, name) DO UPDATE SET holder = excluded.holder, nonce = excluded.nonce, expires = excluded.expires`,
+		ON CONFLICT (tenant, workspace, name) DO UPDATE SET holder = excluded.holder, nonce = excluded.nonce, expires = excluded.expires`, followerTable(f)),
 		f.Tenant, f.Workspace, f.Name, r.holder, r.nonce, nanos(r.expires))
 	return err
 }
@@ -866,10 +868,10 @@ func (l *Ledger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cur
 			return err
 		}
 		next := ledger.Forward(saved, c)
-		_, err = tx.ExecContext(ctx, `INSERT INTO `+followerTable(f)+` (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at)
+		_, err = tx.ExecContext(ctx, withTable(`INSERT INTO {table} (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, workspace, name) DO UPDATE SET cursor_updated_at = excluded.cursor_updated_at,
-				cursor_item_id = excluded.cursor_item_id, cursor_seq = excluded.cursor_seq, seeded = excluded.seeded, swept_at = excluded.swept_at`,
+				cursor_item_id = excluded.cursor_item_id, cursor_seq = excluded.cursor_seq, seeded = excluded.seeded, swept_at = excluded.swept_at`, followerTable(f)),
 			f.Tenant, f.Workspace, f.Name, nanos(next.UpdatedAt), next.ItemID, next.Seq, boolInt(next.Seeded), nanos(next.SweptAt))
 		return err
 	})
@@ -886,8 +888,8 @@ func (l *Ledger) DeadLetter(ctx context.Context, d ledger.DeadLetter) (bool, err
 		if event == nil {
 			event = []byte{}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO `+deadLetterTable(d.Follower)+` (tenant, workspace, name, event_id, seq, event, reason, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`,
+		res, err := tx.ExecContext(ctx, withTable(`INSERT INTO {table} (tenant, workspace, name, event_id, seq, event, reason, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`, deadLetterTable(d.Follower)),
 			d.Tenant, d.Workspace, d.Name, d.ID, d.Seq, event, d.Reason, nanos(d.At))
 		if err != nil {
 			return err
@@ -906,8 +908,8 @@ func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.D
 	}
 	var out []ledger.DeadLetter
 	err := l.read(ctx, func(db *sql.DB) error {
-		rows, err := db.QueryContext(ctx, `SELECT event_id, seq, event, reason, at FROM `+deadLetterTable(f)+`
-			WHERE tenant = ? AND workspace = ? AND name = ? ORDER BY coalesce(at, 0), n`, f.Tenant, f.Workspace, f.Name)
+		rows, err := db.QueryContext(ctx, withTable(`SELECT event_id, seq, event, reason, at FROM {table}
+			WHERE tenant = ? AND workspace = ? AND name = ? ORDER BY coalesce(at, 0), n`, deadLetterTable(f)), f.Tenant, f.Workspace, f.Name)
 		if err != nil {
 			return err
 		}
@@ -1037,3 +1039,7 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 	})
 	return out, err
 }
+
+// withTable puts one of the ledger's own table names (followerTable,
+// deadLetterTable: constants, never input) into a query.
+func withTable(query, table string) string { return strings.Replace(query, "{table}", table, 1) }

@@ -244,7 +244,7 @@ func TestMapError(t *testing.T) {
 	for _, c := range cases {
 		got := mapError(c.ctx, c.err)
 		if c.want == nil {
-			if got != c.err {
+			if !errors.Is(got, c.err) || got.Error() != c.err.Error() {
 				t.Errorf("%s: %v mapped to %v", c.name, c.err, got)
 			}
 			continue
@@ -267,7 +267,7 @@ func TestBusyFileIsUnavailable(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 	tx, err := l.w.BeginTx(t.Context(), nil)
 	must(t, err)
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }()
 	_, _, err = other.Claim(t.Context(), ledger.ClaimParams{Key: key("k"), Now: t0, RetakeAfter: time.Second})
 	var se *sqlite.Error
 	if !errors.Is(err, ledger.ErrUnavailable) || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY {

@@ -89,9 +89,9 @@ func (c *client) transportError(ctx, rctx context.Context, method, path string, 
 		return fmt.Errorf("plane: %s %s: %w: %w", method, path, tracker.ErrUnavailable, ctx.Err())
 	}
 	if errors.Is(context.Cause(rctx), errPhase) {
-		return fmt.Errorf("plane: %s %s: %s of %s: %w", method, path, errPhase, c.timeout, tracker.ErrUnavailable)
+		return fmt.Errorf("plane: %s %s: %w of %s: %w", method, path, errPhase, c.timeout, tracker.ErrUnavailable)
 	}
-	return fmt.Errorf("plane: %s %s: %w: %v", method, path, tracker.ErrUnavailable, err)
+	return fmt.Errorf("plane: %s %s: %w: %w", method, path, tracker.ErrUnavailable, err)
 }
 
 // classify maps an answer onto the port's typed errors; nil for a 2xx.

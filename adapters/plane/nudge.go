@@ -53,7 +53,7 @@ func nudge(secret string, header http.Header, body []byte) (string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil {
-		return "", fmt.Errorf("plane: webhook body is not a delivery (%v): %w", err, tracker.ErrRefused)
+		return "", fmt.Errorf("plane: webhook body is not a delivery (%w): %w", err, tracker.ErrRefused)
 	}
 	event := d.Event
 	if event == "" {

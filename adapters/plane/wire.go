@@ -53,7 +53,7 @@ func garbled(what string, err error) error {
 	if err == nil {
 		return fmt.Errorf("plane: garbled %s: %w", what, tracker.ErrUnavailable)
 	}
-	return fmt.Errorf("plane: garbled %s (%v): %w", what, err, tracker.ErrUnavailable)
+	return fmt.Errorf("plane: garbled %s (%w): %w", what, err, tracker.ErrUnavailable)
 }
 
 func decodeItem(b []byte) (wireItem, error) {

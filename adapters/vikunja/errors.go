@@ -90,7 +90,7 @@ func describe(status int, body []byte) string {
 
 // garbled is the error of a 2xx whose body can't be read as the answer.
 func garbled(what string, err error) error {
-	return fmt.Errorf("%w: vikunja answered an unreadable %s: %v", tracker.ErrUnavailable, what, err)
+	return fmt.Errorf("%w: vikunja answered an unreadable %s: %w", tracker.ErrUnavailable, what, err)
 }
 
 // ctxErr is the error of a call whose context ended before it was made.

@@ -409,7 +409,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	for i, lid := range ids {
 		at, err := t.addLabel(ctx, w.ID, lid)
 		if err != nil {
-			return tracker.Item{}, fmt.Errorf("%w: filed task %d but labelling it failed: %v", tracker.ErrUnavailable, w.ID, err)
+			return tracker.Item{}, fmt.Errorf("%w: filed task %d but labelling it failed: %w", tracker.ErrUnavailable, w.ID, err)
 		}
 		it.Labels = append(it.Labels, d.Labels[i])
 		if at.After(it.UpdatedAt) {
@@ -658,7 +658,7 @@ func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Co
 	}
 	var w wireComment
 	if err := json.Unmarshal(a.body, &w); err != nil || w.ID <= 0 {
-		return tracker.Comment{}, fmt.Errorf("%w: vikunja answered an unreadable comment (%v)", tracker.ErrUnavailable, err)
+		return tracker.Comment{}, fmt.Errorf("%w: vikunja answered an unreadable comment (%w)", tracker.ErrUnavailable, err)
 	}
 	return t.comment(n, w), nil
 }
@@ -746,7 +746,7 @@ func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string,
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
-		return "", fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %v", tracker.ErrRefused, err)
+		return "", fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
 	}
 	switch {
 	case p.Data.Project != nil && p.Data.Project.ID > 0:

@@ -52,12 +52,16 @@ func (b Binding) Name() string { return b.Tenant + "/" + b.Workspace }
 // BudgetKey names the tenant's tracker key in the request budget.
 func (b Binding) BudgetKey() string { return b.Tenant + "/" + b.Kind() }
 
-// ErrUnbound: a workspace with no binding.
+// ErrUnbound is answered for a workspace with no binding.
 var ErrUnbound = errors.New("binding: workspace not bound to a tracker")
 
 // Connections keeps every binding's credentials and tracker. It is safe for
 // concurrent use.
 type Connections struct {
+	// TTL is how long credentials are used before they are asked for
+	// again (CredentialsTTL by default). Set it before first use.
+	TTL time.Duration
+
 	clock clock.Clock
 	creds tracker.CredentialStore
 
@@ -76,7 +80,7 @@ type conn struct {
 
 // NewConnections keeps the given bindings' connections.
 func NewConnections(c clock.Clock, creds tracker.CredentialStore, bindings ...Binding) *Connections {
-	cs := &Connections{clock: c, creds: creds, bindings: map[string]Binding{}, conns: map[string]*conn{}, asked: map[string]int{}}
+	cs := &Connections{TTL: CredentialsTTL, clock: c, creds: creds, bindings: map[string]Binding{}, conns: map[string]*conn{}, asked: map[string]int{}}
 	for _, b := range bindings {
 		cs.bindings[b.Name()] = b
 	}
@@ -127,7 +131,7 @@ func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (trac
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := cs.clock.Now()
-	if c.tracker != nil && !fresh && now.Sub(c.asked) < CredentialsTTL {
+	if c.tracker != nil && !fresh && now.Sub(c.asked) < cs.TTL {
 		return c.tracker, nil
 	}
 	cs.mu.Lock()

@@ -10,6 +10,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -116,7 +117,7 @@ type deadlineCtx struct{ context.Context }
 
 func (c *deadlineCtx) Err() error {
 	if err := c.Context.Err(); err != nil {
-		if cause := context.Cause(c.Context); cause == context.DeadlineExceeded {
+		if cause := context.Cause(c.Context); errors.Is(cause, context.DeadlineExceeded) {
 			return cause
 		}
 		return err

@@ -503,7 +503,7 @@ func (t *Tracker) Edit(id string, p tracker.Patch) error {
 	return nil
 }
 
-// Comment as a person: PersonComment posts a comment with no key.
+// PersonComment posts a comment as a person would, with no key.
 func (t *Tracker) PersonComment(_ context.Context, id, body string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

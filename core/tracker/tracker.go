@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // State is one of the five states of an item. Trackers hold fewer of them;
@@ -265,17 +266,23 @@ type Connector interface {
 }
 
 // ValidateKey checks a key before anything touches the ledger or a tracker:
-// not empty, at most MaxKeyBytes, no NUL or control characters.
-func ValidateKey(key string) error {
+// not empty, at most MaxKeyBytes of UTF-8, no NUL or control characters.
+func ValidateKey(key string) error { return ValidateName("key", key) }
+
+// ValidateName checks a key-like name (a key, a tenant, a workspace) the way
+// ValidateKey does, naming field in the error.
+func ValidateName(field, v string) error {
 	switch {
-	case key == "":
-		return &InvalidError{Field: "key", Reason: "is empty"}
-	case len(key) > MaxKeyBytes:
-		return &InvalidError{Field: "key", Reason: fmt.Sprintf("is %d bytes, over %d", len(key), MaxKeyBytes)}
+	case v == "":
+		return &InvalidError{Field: field, Reason: "is empty"}
+	case len(v) > MaxKeyBytes:
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d", len(v), MaxKeyBytes)}
+	case !utf8.ValidString(v):
+		return &InvalidError{Field: field, Reason: "is not UTF-8"}
 	}
-	for _, r := range key {
+	for _, r := range v {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return &InvalidError{Field: "key", Reason: fmt.Sprintf("holds the control character %q", r)}
+			return &InvalidError{Field: field, Reason: fmt.Sprintf("holds the control character %q", r)}
 		}
 	}
 	return nil

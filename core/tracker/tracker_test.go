@@ -45,6 +45,7 @@ func TestValidateKey(t *testing.T) {
 		{"Newline", "a\nb", false},
 		{"Delete", "a\x7fb", false},
 		{"C1Control", "a\u0085b", false},
+		{"NotUTF8", "a\xffb", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := tracker.ValidateKey(c.key)

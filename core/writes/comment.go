@@ -37,8 +37,8 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	if strings.TrimSpace(p.Body) == "" {
 		return CommentResult{}, wrap(CodeInvalid, &tracker.InvalidError{Field: "body", Reason: "is empty"})
 	}
-	if err := tracker.ValidateKey(p.ItemKey); err != nil {
-		return CommentResult{}, wrap(CodeInvalid, &tracker.InvalidError{Field: "item key", Reason: err.(*tracker.InvalidError).Reason})
+	if err := tracker.ValidateName("item key", p.ItemKey); err != nil {
+		return CommentResult{}, wrap(CodeInvalid, err)
 	}
 	s, err := w.begin(ctx, p.Tenant, p.Workspace, p.Key)
 	if err != nil {
@@ -53,7 +53,7 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
 	})
 	if err != nil {
-		return CommentResult{}, wrap(CodeUnavailable, err)
+		return CommentResult{}, ledgerFailed(err)
 	}
 	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
 	defer cancel()
@@ -106,7 +106,7 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 func (s session) recordComment(ctx context.Context, k ledger.Key, nonce string, c tracker.Comment, how string) (CommentResult, error) {
 	row, err := s.w.ledger.Record(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: tracker.ItemRef{ID: c.ID, Key: c.ItemID}, Now: s.w.clock.Now()})
 	if err != nil {
-		return CommentResult{}, wrap(CodeUnavailable, err)
+		return CommentResult{}, ledgerFailed(err)
 	}
 	if row.Ref.ID != c.ID {
 		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Key: k.Key}, How: Existing}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -104,4 +105,13 @@ func classify(err error) error {
 		// ledger: a retry can succeed.
 		return &Error{Code: CodeUnavailable, Err: err}
 	}
+}
+
+// ledgerFailed maps a ledger failure: a value no store keeps is the caller's
+// error (invalid); anything else may pass (unavailable).
+func ledgerFailed(err error) error {
+	if errors.Is(err, ledger.ErrInvalid) {
+		return wrap(CodeInvalid, err)
+	}
+	return wrap(CodeUnavailable, err)
 }

@@ -60,7 +60,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 	// Record the values first, keeping what they replace.
 	previous, err := w.ledger.SetValues(ctx, k, values)
 	if err != nil {
-		return tracker.Item{}, wrap(CodeUnavailable, err)
+		return tracker.Item{}, ledgerFailed(err)
 	}
 	var updated tracker.Item
 	err = s.call(wctx, func(t tracker.Tracker) error {
@@ -96,7 +96,7 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 	case errors.Is(err, ledger.ErrNotFound):
 		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("no item is filed under key %q", k.Key))
 	case err != nil:
-		return ledger.Claim{}, wrap(CodeUnavailable, err)
+		return ledger.Claim{}, ledgerFailed(err)
 	case row.Deleted:
 		return ledger.Claim{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
 	case !row.Recorded:

@@ -164,8 +164,11 @@ func (w *Writer) begin(ctx context.Context, tenant, workspace, key string) (sess
 }
 
 func checkName(field, v string) error {
-	if err := tracker.ValidateKey(v); err != nil {
-		return wrap(CodeInvalid, &tracker.InvalidError{Field: field, Reason: err.(*tracker.InvalidError).Reason})
+	if err := tracker.ValidateName(field, v); err != nil {
+		return wrap(CodeInvalid, err)
+	}
+	if len(v) > ledger.MaxName {
+		return wrap(CodeInvalid, &tracker.InvalidError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d", len(v), ledger.MaxName)})
 	}
 	return nil
 }
@@ -188,7 +191,7 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
 	})
 	if err != nil {
-		return Result{}, wrap(CodeUnavailable, err)
+		return Result{}, ledgerFailed(err)
 	}
 	// One bound on all writes under the claim.
 	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
@@ -319,7 +322,7 @@ func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, i
 		// key. Retrying this attempt answers what it records.
 		return Result{}, wrap(CodeUnavailable, fmt.Errorf("the claim on %q was retaken before the record: %w", k.Key, err))
 	case err != nil:
-		return Result{}, wrap(CodeUnavailable, err)
+		return Result{}, ledgerFailed(err)
 	}
 	if row.Ref.ID != ref.ID {
 		// The first record is kept: answer that item, read.
@@ -352,7 +355,7 @@ func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledge
 	switch {
 	case errors.Is(err, tracker.ErrNotFound):
 		if merr := s.w.ledger.MarkDeleted(ctx, k); merr != nil {
-			return Result{}, wrap(CodeUnavailable, merr)
+			return Result{}, ledgerFailed(merr)
 		}
 		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
 	case err != nil:
@@ -404,7 +407,7 @@ func (s session) spendCap(ctx context.Context, itemID string) error {
 		return wrap(CodeLoop, fmt.Errorf("item %s took %d writes within %s", itemID, s.w.opts.CapLimit, s.w.opts.CapWindow))
 	}
 	if err != nil {
-		return wrap(CodeUnavailable, err)
+		return ledgerFailed(err)
 	}
 	return nil
 }

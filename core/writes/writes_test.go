@@ -21,9 +21,6 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// countingCreds counts credential requests.
-type countingCreds struct{ tracker.StaticCredentials }
-
 type env struct {
 	t       *testing.T
 	clock   *clock.Fake
@@ -388,6 +385,7 @@ func TestEnsureItem(t *testing.T) {
 			{"KeyOver1024Bytes", strings.Repeat("k", 1025), "x"},
 			{"KeyWithNUL", "a\x00b", "x"},
 			{"KeyWithAControlCharacter", "a\nb", "x"},
+			{"KeyNotUTF8", "a\xffb", "x"},
 			{"EmptyTitle", "k", ""},
 			{"BlankTitle", "k", "   "},
 		} {

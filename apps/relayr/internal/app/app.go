@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
@@ -149,7 +150,9 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	if o.Integrations == nil {
 		o.Integrations = integrations.Always
 	}
-	store, closeDB, err := OpenStore(ctx, c, s, true)
+	// A role row-level security binds owns no tables and may not create
+	// them: under RLS, `relayr migrate` runs the migrations as the owner.
+	store, closeDB, err := OpenStore(ctx, c, s, !c.Ledger.RLS)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +165,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	conns := binding.NewConnections(o.Clock, s.Trackers, bindings...)
 	conns.TTL = t.CredentialsTTL.Or(binding.CredentialsTTL)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := NewPrometheus(reg)
 	bud := budget.New(o.Clock, t.Budget)
 	log := eventlog.NewNotifying(store)

@@ -91,7 +91,7 @@ func setUp(ctx context.Context, out io.Writer) (*demo, error) {
 	d.plane = planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
 	d.planeS = httptest.NewServer(d.plane)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,9 @@ func dur(d time.Duration) config.Duration { return config.Duration{Duration: d} 
 
 func (d *demo) close() {
 	d.stop()
-	<-d.done
+	if err := <-d.done; err != nil {
+		fmt.Fprintf(d.out, "relayr stopped with an error: %v\n", err)
+	}
 	d.app.Close()
 	d.planeS.Close()
 	_ = os.RemoveAll(d.dir)
@@ -157,7 +159,11 @@ func (d *demo) close() {
 
 func (d *demo) waitReady(ctx context.Context) error {
 	for {
-		res, err := http.Get(d.base + "/readyz")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		res, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_ = res.Body.Close()
 			if res.StatusCode == 200 {
@@ -313,7 +319,7 @@ func (d *demo) ownEditNotEchoed(ctx context.Context) error {
 	title := "Build 42 failed: flaky test quarantined"
 	var r httpapi.ItemResponse
 	if _, code, err := d.call(ctx, "/items/update", httpapi.UpdateRequest{Key: key, Title: &title, Correlation: run}, &r); err != nil || code != "" {
-		return fmt.Errorf("the edit: %v %s", err, code)
+		return fmt.Errorf("the edit: %w %s", err, code)
 	}
 	fmt.Fprintf(d.out, "   relayr retitles %s; Plane's webhook for that edit nudges relayr too\n", r.Item.Name)
 	// Let the edit's nudge and poll pass, then have the person comment: the
