@@ -13,12 +13,13 @@ export RELAYR_TEST_DATABASE_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone db lint bench demo chaos fuzz relayr clean
+.PHONY: all test vet race build-modules core-alone db lint bench demo chaos fuzz fuzz-short relayr clean
 
 all: test
 
-## test: vet and race-test every module, build each alone, check core stands alone.
-test: db core-alone vet build-modules race
+## test: vet and race-test every module (the demo and a short chaos run among
+## the tests), build each alone, check core stands alone, fuzz briefly.
+test: db core-alone vet build-modules race fuzz-short
 
 vet:
 	$(GO) vet work
@@ -56,6 +57,29 @@ lint: $(GOLANGCI_LINT)
 		echo "golangci-lint $$d"; \
 		(cd $$d && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); \
 	done
+
+## bench: the figures and the ledgers' benchmarks in one run, then the README's table.
+bench: db
+	@mkdir -p bin
+	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
+		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./apps/relayr/internal/figures \
+		| tee bin/bench.txt
+	$(GO) run ./adapters/ledgerpg/tools/benchtable < bin/bench.txt
+
+## relayr: the static binary (no cgo).
+relayr:
+	CGO_ENABLED=0 $(GO) build -o bin/relayr ./apps/relayr
+
+## demo: the whole loop on loopback, no tracker installed.
+demo:
+	$(GO) run ./apps/relayr demo
+
+## fuzz-short / fuzz: every fuzz target, for a few seconds or a minute each.
+fuzz-short:
+	bash scripts/fuzz.sh 3s
+
+fuzz:
+	bash scripts/fuzz.sh 60s
 
 clean:
 	rm -rf bin

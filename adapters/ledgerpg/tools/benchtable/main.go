@@ -1,10 +1,15 @@
-// Command benchtable turns `go test -bench` output of the ledgers' filing
-// and floor benchmarks into a table: per store and parallelism, filings per
-// second (the median over -count runs) and the ratio to the floor of the
-// database under it (PostgresRLS runs on Postgres's floor).
+// Command benchtable turns the output of `make bench` (go test -bench over
+// the ledgers and apps/relayr/internal/figures) into one markdown table for
+// the README: per tracker, filings per second through relayr's API against
+// a direct create, duplicates when a filing is sent twice, tracker requests
+// per filing, per change and per idle poll, and the time from a person's
+// change to its event in the feed; per ledger and parallelism, filings per
+// second against the floor of the database under it (PostgresRLS runs on
+// Postgres's floor). Every figure is the median over -count runs; a figure
+// whose benchmark is missing from the input is left out.
 //
-//	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg |
-//		go run ./adapters/ledgerpg/tools/benchtable
+//	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite \
+//		./adapters/ledgerpg ./apps/relayr/internal/figures | go run ./adapters/ledgerpg/tools/benchtable
 package main
 
 import (
@@ -18,35 +23,35 @@ import (
 	"strings"
 )
 
-var line = regexp.MustCompile(`^Benchmark(Filing|Floor)/([^/\s]+)/p(\d+)(?:-\d+)?\s.*?([\d.]+) filings/s`)
+// results holds every metric read: benchmark name (without "Benchmark" and
+// the GOMAXPROCS suffix) → unit → one value per run.
+type results map[string]map[string][]float64
 
-type key struct {
-	store string
-	p     int
-}
-
-type results struct {
-	filing, floor map[key][]float64
-}
+var (
+	benchLine = regexp.MustCompile(`^Benchmark(\S+)\s+\d+\s+(.*)$`)
+	procs     = regexp.MustCompile(`-\d+$`)
+	ledger    = regexp.MustCompile(`^(Filing|Floor)/([^/]+)/p(\d+)$`)
+)
 
 func parse(r io.Reader) (results, error) {
-	res := results{filing: map[key][]float64{}, floor: map[key][]float64{}}
+	res := results{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		m := line.FindStringSubmatch(sc.Text())
+		m := benchLine.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}
-		p, _ := strconv.Atoi(m[3])
-		v, err := strconv.ParseFloat(m[4], 64)
-		if err != nil {
-			return res, err
-		}
-		k := key{m[2], p}
-		if m[1] == "Filing" {
-			res.filing[k] = append(res.filing[k], v)
-		} else {
-			res.floor[k] = append(res.floor[k], v)
+		name := procs.ReplaceAllString(m[1], "")
+		f := strings.Fields(m[2])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return res, fmt.Errorf("%s: %q is not a number", name, f[i])
+			}
+			if res[name] == nil {
+				res[name] = map[string][]float64{}
+			}
+			res[name][f[i+1]] = append(res[name][f[i+1]], v)
 		}
 	}
 	return res, sc.Err()
@@ -61,45 +66,205 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// floorOf names the database a store's floor was measured on.
-func floorOf(store string) string {
-	return strings.TrimSuffix(store, "RLS")
+// get is the median of a benchmark's metric.
+func (r results) get(name, unit string) (float64, bool) {
+	vs := r[name][unit]
+	if len(vs) == 0 {
+		return 0, false
+	}
+	return median(vs), true
 }
 
-func table(res results) string {
-	keys := make([]key, 0, len(res.filing))
-	for k := range res.filing {
-		keys = append(keys, k)
+// num prints a figure: whole numbers with thousands separators from 100
+// up, two decimals below.
+func num(v float64) string {
+	if v < 100 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
-	order := map[string]int{"Memory": 0, "SQLite": 1, "Postgres": 2, "PostgresRLS": 3}
-	slices.SortFunc(keys, func(a, b key) int {
-		oa, ok := order[a.store]
-		if !ok {
-			oa = len(order)
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
 		}
-		ob, ok := order[b.store]
-		if !ok {
-			ob = len(order)
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// count prints a count per 100: whole when it is, one decimal when not.
+func count(v float64) string {
+	if v == float64(int64(v)) {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// row is one line of the table.
+type row struct{ figure, relayr, against, ratio string }
+
+// figures are the benchmarks of apps/relayr/internal/figures, each named
+// <figure>/<tracker>/<variant>.
+var figures = []string{"APIFilings", "RetriedFilings", "TrackerRequests", "ChangeToFeed"}
+
+// trackers lists the trackers the figures were measured for: Plane and
+// Vikunja first, then any other by name.
+func (r results) trackers() []string {
+	var out []string
+	for name := range r {
+		parts := strings.Split(name, "/")
+		if len(parts) == 3 && slices.Contains(figures, parts[0]) && !slices.Contains(out, parts[1]) {
+			out = append(out, parts[1])
 		}
-		if oa != ob {
-			return oa - ob
+	}
+	slices.SortFunc(out, byOrder([]string{"Plane", "Vikunja"}))
+	return out
+}
+
+// byOrder sorts the names of order first, in that order, then the others
+// by name.
+func byOrder(order []string) func(a, b string) int {
+	return func(a, b string) int {
+		ia, ib := slices.Index(order, a), slices.Index(order, b)
+		if ia < 0 {
+			ia = len(order)
 		}
-		if c := strings.Compare(a.store, b.store); c != 0 {
+		if ib < 0 {
+			ib = len(order)
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a, b)
+	}
+}
+
+func (r results) trackerRows(t string) []row {
+	var rows []row
+	if rel, ok := r.get("APIFilings/"+t+"/relayr", "filings/s"); ok {
+		fig := "Filings/s through relayr's HTTP API, " + t
+		if c, ok := r.get("APIFilings/"+t+"/relayr", "clients"); ok {
+			fig += fmt.Sprintf(" (%.0f clients)", c)
+		}
+		against, rat := "–", "–"
+		if dir, ok := r.get("APIFilings/"+t+"/direct", "filings/s"); ok {
+			against, rat = num(dir)+" direct creates/s", ratio(rel, dir)
+		}
+		rows = append(rows, row{fig, num(rel), against, rat})
+	}
+	if rel, ok := r.get("RetriedFilings/"+t+"/relayr", "duplicates/100filings"); ok {
+		var against []string
+		if dir, ok := r.get("RetriedFilings/"+t+"/direct", "duplicates/100filings"); ok {
+			a := count(dir) + " direct create"
+			if t == "Plane" {
+				a += " with external_id (Plane's 409)"
+			}
+			against = append(against, a)
+		}
+		if dir, ok := r.get("RetriedFilings/"+t+"/direct-no-external-id", "duplicates/100filings"); ok {
+			against = append(against, count(dir)+" plain POST without external_id")
+		}
+		if len(against) == 0 {
+			against = []string{"–"}
+		}
+		rows = append(rows, row{"Duplicates per 100 keys each sent twice, " + t, count(rel), strings.Join(against, "; "), "–"})
+	}
+	if rel, ok := r.get("APIFilings/"+t+"/relayr", "requests/filing"); ok {
+		against, rat := "–", "–"
+		if dir, ok := r.get("APIFilings/"+t+"/direct", "requests/filing"); ok {
+			against, rat = num(dir)+" direct", ratio(rel, dir)
+		}
+		rows = append(rows, row{"Tracker requests per filing, " + t, num(rel), against, rat})
+	}
+	if v, ok := r.get("TrackerRequests/"+t+"/change", "requests/change"); ok {
+		rows = append(rows, row{"Tracker requests per change detected, " + t, num(v), "–", "–"})
+	}
+	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "requests/poll"); ok {
+		rows = append(rows, row{"Tracker requests per idle poll, " + t, num(v), "–", "–"})
+	}
+	minute, hasMinute := r.get("ChangeToFeed/"+t+"/polling", "ms/change@60s")
+	against := func(v float64) (string, string) {
+		if !hasMinute {
+			return "–", "–"
+		}
+		return num(minute) + " ms polling every minute (modelled)", ratio(v, minute)
+	}
+	if v, ok := r.get("ChangeToFeed/"+t+"/webhook", "ms/change"); ok {
+		a, rat := against(v)
+		rows = append(rows, row{"Change to feed with a webhook nudge, " + t, num(v) + " ms", a, rat})
+	}
+	if v, ok := r.get("ChangeToFeed/"+t+"/polling", "ms/change@30s"); ok {
+		a, rat := against(v)
+		fig := "Change to feed polling every 30 s, no webhook, " + t
+		if m, ok := r.get("ChangeToFeed/"+t+"/polling", "ms/change@200ms"); ok {
+			fig += fmt.Sprintf(" (modelled: %s ms measured at 200 ms)", num(m))
+		}
+		rows = append(rows, row{fig, num(v) + " ms", a, rat})
+	}
+	return rows
+}
+
+type ledgerKey struct {
+	store string
+	p     int
+}
+
+func (r results) ledgerRows() []row {
+	var keys []ledgerKey
+	for name := range r {
+		m := ledger.FindStringSubmatch(name)
+		if m == nil || m[1] != "Filing" {
+			continue
+		}
+		if _, ok := r.get(name, "filings/s"); !ok {
+			continue
+		}
+		p, _ := strconv.Atoi(m[3])
+		keys = append(keys, ledgerKey{m[2], p})
+	}
+	order := byOrder([]string{"Memory", "SQLite", "Postgres", "PostgresRLS"})
+	slices.SortFunc(keys, func(a, b ledgerKey) int {
+		if c := order(a.store, b.store); c != 0 {
 			return c
 		}
 		return a.p - b.p
 	})
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s %4s %12s %12s %7s\n", "store", "p", "filings/s", "floor/s", "ratio")
+	var rows []row
 	for _, k := range keys {
-		f := median(res.filing[k])
-		floor, ok := res.floor[key{floorOf(k.store), k.p}]
+		f, _ := r.get(fmt.Sprintf("Filing/%s/p%d", k.store, k.p), "filings/s")
+		fig := fmt.Sprintf("Ledger filings/s (claim and record), %s, %d at a time", k.store, k.p)
+		// The floor of the database under the store: PostgresRLS runs on
+		// Postgres's.
+		floor, ok := r.get(fmt.Sprintf("Floor/%s/p%d", strings.TrimSuffix(k.store, "RLS"), k.p), "filings/s")
 		if !ok {
-			fmt.Fprintf(&b, "%-12s %4d %12.0f %12s %7s\n", k.store, k.p, f, "-", "-")
+			rows = append(rows, row{fig, num(f), "–", "–"})
 			continue
 		}
-		fl := median(floor)
-		fmt.Fprintf(&b, "%-12s %4d %12.0f %12.0f %7.2f\n", k.store, k.p, f, fl, f/fl)
+		rows = append(rows, row{fig, num(f), num(floor) + " floor (two bare commits)", ratio(f, floor)})
+	}
+	return rows
+}
+
+func table(r results) string {
+	var rows []row
+	for _, t := range r.trackers() {
+		rows = append(rows, r.trackerRows(t)...)
+	}
+	rows = append(rows, r.ledgerRows()...)
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("| Figure | relayr | Against | Ratio |\n|---|---:|---:|---:|\n")
+	for _, w := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", w.figure, w.relayr, w.against, w.ratio)
 	}
 	return b.String()
 }
@@ -110,9 +275,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
-	if len(res.filing) == 0 {
-		fmt.Fprintln(os.Stderr, "benchtable: no BenchmarkFiling lines on stdin")
+	out := table(res)
+	if out == "" {
+		fmt.Fprintln(os.Stderr, "benchtable: no figure or ledger benchmark on stdin")
 		os.Exit(1)
 	}
-	fmt.Print(table(res))
+	fmt.Print(out)
 }

@@ -12,6 +12,16 @@ BenchmarkFiling/Postgres/p1-2       	    1874	   2632075 ns/op	       900.0 fili
 BenchmarkFiling/Postgres/p1-2       	    1874	   2632075 ns/op	       800.0 filings/s
 BenchmarkFiling/PostgresRLS/p1-2    	    1208	   2515675 ns/op	       500 filings/s
 BenchmarkFloor/Postgres/p1-2        	    4831	    889253 ns/op	      1000 filings/s
+BenchmarkAPIFilings/Vikunja/relayr-2       	     283	   4311057 ns/op	        16.00 clients	       232.0 filings/s	         2.007 requests/filing
+BenchmarkAPIFilings/Plane/relayr-2         	     192	   5305889 ns/op	        16.00 clients	       200.0 filings/s	         1.016 requests/filing
+BenchmarkAPIFilings/Plane/direct-2         	    3511	    507622 ns/op	        16.00 clients	      2000 filings/s	         1.009 requests/filing
+BenchmarkRetriedFilings/Plane/relayr-2     	     152	   7194991 ns/op	         0 duplicates/100filings
+BenchmarkRetriedFilings/Plane/direct-2     	    2688	    544754 ns/op	         0 duplicates/100filings
+BenchmarkRetriedFilings/Plane/direct-no-external-id-2         	    3148	    576109 ns/op	       100.0 duplicates/100filings
+BenchmarkTrackerRequests/Plane/change-2         	      37	  27214550 ns/op	         2.000 requests/change
+BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	         1.000 requests/poll
+BenchmarkChangeToFeed/Plane/webhook-2           	       1	2011994978 ns/op	      2012 ms/change
+BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
 PASS
 `
 
@@ -22,9 +32,9 @@ func TestTableTakesMediansAndRatiosToTheDatabasesFloor(t *testing.T) {
 	}
 	got := table(res)
 	want := []string{
-		"Memory          1       689385            -       -",
-		"Postgres        1          800         1000    0.80",
-		"PostgresRLS     1          500         1000    0.50",
+		"| Ledger filings/s (claim and record), Memory, 1 at a time | 689,385 | – | – |",
+		"| Ledger filings/s (claim and record), Postgres, 1 at a time | 800 | 1,000 floor (two bare commits) | 0.80 |",
+		"| Ledger filings/s (claim and record), PostgresRLS, 1 at a time | 500 | 1,000 floor (two bare commits) | 0.50 |",
 	}
 	for _, w := range want {
 		if !strings.Contains(got, w) {
@@ -33,5 +43,42 @@ func TestTableTakesMediansAndRatiosToTheDatabasesFloor(t *testing.T) {
 	}
 	if strings.Index(got, "Memory") > strings.Index(got, "PostgresRLS") {
 		t.Errorf("stores out of order:\n%s", got)
+	}
+}
+
+func TestTableSetsEachTrackersFiguresBesideWhatTheyAreMeasuredAgainst(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res)
+	want := []string{
+		"| Figure | relayr | Against | Ratio |",
+		"| Filings/s through relayr's HTTP API, Plane (16 clients) | 200 | 2,000 direct creates/s | 0.10 |",
+		"| Duplicates per 100 keys each sent twice, Plane | 0 | 0 direct create with external_id (Plane's 409); 100 plain POST without external_id | – |",
+		"| Tracker requests per filing, Plane | 1.02 | 1.01 direct | 1.01 |",
+		"| Tracker requests per change detected, Plane | 2.00 | – | – |",
+		"| Tracker requests per idle poll, Plane | 1.00 | – | – |",
+		"| Change to feed with a webhook nudge, Plane | 2,012 ms | 30,010 ms polling every minute (modelled) | 0.07 |",
+		"| Change to feed polling every 30 s, no webhook, Plane (modelled: 110 ms measured at 200 ms) | 15,010 ms | 30,010 ms polling every minute (modelled) | 0.50 |",
+		// A figure without its counterpart still has its row.
+		"| Filings/s through relayr's HTTP API, Vikunja (16 clients) | 232 | – | – |",
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("table lacks %q:\n%s", w, got)
+		}
+	}
+	plane, vikunja, ledger := strings.Index(got, "Plane"), strings.Index(got, "Vikunja"), strings.Index(got, "Ledger")
+	if plane > vikunja || vikunja > ledger {
+		t.Errorf("rows out of order (Plane, Vikunja, then the ledgers):\n%s", got)
+	}
+}
+
+func TestNumbersReadAsFigures(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.00", 1.016: "1.02", 99.99: "99.99", 100: "100", 1970: "1,970", 689385: "689,385", 1234567: "1,234,567"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %q, want %q", v, got, want)
+		}
 	}
 }
