@@ -333,7 +333,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 		if err := classify(a); err != nil {
 			return tracker.Item{}, err
 		}
-		return t.item(ctx, a.body)
+		return t.landedItem(ctx, a.body)
 	}
 }
 
@@ -415,11 +415,25 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		if err := classify(a); err != nil {
 			return tracker.Item{}, err
 		}
-		return t.item(ctx, a.body)
+		return t.landedItem(ctx, a.body)
 	}
 }
 
 // item maps a work item object onto the port's Item.
+// landedItem reads the answer of a write that landed. Reading it may ask
+// Plane for the project's states; a failure then is ErrUnavailable and
+// nothing more, its cause kept as text only: a cause that matches
+// ErrRateLimited or ErrNotFound says the write certainly wasn't taken, and
+// relayr would release the claim of an item that exists (and publish it as
+// a person's) or put back the values recorded for an edit that landed.
+func (t *Tracker) landedItem(ctx context.Context, b []byte) (tracker.Item, error) {
+	it, err := t.item(ctx, b)
+	if err != nil {
+		return tracker.Item{}, fmt.Errorf("plane: %w: the write landed, then reading its answer failed: %s", tracker.ErrUnavailable, err.Error())
+	}
+	return it, nil
+}
+
 func (t *Tracker) item(ctx context.Context, b []byte) (tracker.Item, error) {
 	w, err := decodeItem(b)
 	if err != nil {

@@ -102,3 +102,12 @@ func ctxErr(ctx context.Context) error {
 }
 
 var errTooLarge = errors.New("answer over the size limit")
+
+// landed is the error of a call that failed after one of its writes
+// landed: ErrUnavailable and nothing more. The cause is kept as text only,
+// since a cause that matches ErrRateLimited, ErrRefused or ErrNotFound says
+// the write certainly wasn't taken, and relayr would release the claim and
+// file the task again, or put back the values it recorded for what landed.
+func landed(what, then string, err error) error {
+	return fmt.Errorf("%w: %s landed, then %s failed: %s", tracker.ErrUnavailable, what, then, err.Error())
+}

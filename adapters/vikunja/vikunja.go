@@ -409,7 +409,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	for i, lid := range ids {
 		at, err := t.addLabel(ctx, w.ID, lid)
 		if err != nil {
-			return tracker.Item{}, fmt.Errorf("%w: filed task %d but labelling it failed: %w", tracker.ErrUnavailable, w.ID, err)
+			return tracker.Item{}, landed(fmt.Sprintf("filed task %d", w.ID), "labelling it", err)
 		}
 		it.Labels = append(it.Labels, d.Labels[i])
 		if at.After(it.UpdatedAt) {
@@ -576,11 +576,13 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		}
 		patch["description"] = desc
 	}
+	patched := false
 	if len(patch) > 0 {
 		a, err := t.do(ctx, http.MethodPatch, "/api/v2/tasks/"+strconv.FormatInt(n, 10), nil, patch, "application/merge-patch+json")
 		if err != nil {
 			return tracker.Item{}, err
 		}
+		patched = true
 		w, err := decodeTask(a.body)
 		if err != nil {
 			return tracker.Item{}, garbled("patched task", err)
@@ -594,12 +596,15 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		}
 		changed, err := t.setLabels(ctx, w, *p.Labels)
 		if err != nil {
+			if patched || changed {
+				return tracker.Item{}, landed(fmt.Sprintf("task %d's edit", n), "its labels", err)
+			}
 			return tracker.Item{}, err
 		}
 		if changed {
 			nw, err := t.getTask(ctx, n)
 			if err != nil {
-				return tracker.Item{}, err
+				return tracker.Item{}, landed(fmt.Sprintf("task %d's edit", n), "reading it back", err)
 			}
 			cur = &nw
 		}

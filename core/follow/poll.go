@@ -198,9 +198,12 @@ func (r *reader) use(tr tracker.Tracker) {
 	r.scope = Scope{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Project: tr.Project(), Tracker: r.f.b.Kind()}
 }
 
+// consumption is the echoes one item's read consumes: by field, the value
+// read back, which is cleared only if still the one recorded (an edit
+// recorded since the read keeps its value).
 type consumption struct {
 	key    ledger.Key
-	fields []string
+	values map[string]string
 }
 
 // page reads one page's items: each is compared with its snapshot and
@@ -251,7 +254,7 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 	// would publish relayr's own writes after a crash between the two
 	// (ADR-0036's consequences).
 	for _, c := range consumed {
-		if err := l.ConsumeValues(ctx, c.key, c.fields); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		if err := l.ConsumeValues(ctx, c.key, c.values); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 	}
@@ -357,7 +360,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	}
 	now := fs.clock.Now()
 	var events []eventlog.Event
-	var consume []string
+	consume := map[string]string{}
 	relayrs := false // one of relayr's values is among the changes read
 	next := snapshot{Item: it}
 
@@ -367,7 +370,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		// consumes them too").
 		for _, field := range Fields {
 			if v, ok := values[field]; ok && v == writes.Canonical(field, it) {
-				consume = append(consume, field)
+				consume[field] = v
 			}
 		}
 		since := r.f.b.Since
@@ -393,7 +396,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			// recorded value is consumed, so a person who later sets that
 			// value again is published (ADR-0036).
 			if v, ok := values[field]; ok && v == cur {
-				consume = append(consume, field)
+				consume[field] = v
 				if old != cur {
 					relayrs = true
 					fs.m.Add(metrics.Echoes, 1, r.labels())
@@ -446,7 +449,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	}
 	var use *consumption
 	if len(consume) > 0 && row != nil {
-		use = &consumption{key: row.Key, fields: consume}
+		use = &consumption{key: row.Key, values: consume}
 	}
 	return out, use, nil
 }

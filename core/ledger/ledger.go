@@ -267,9 +267,12 @@ type Claims interface {
 	// RestoreValues puts back the fields' earlier values after a refused
 	// edit: a field in fields absent from previous is cleared.
 	RestoreValues(ctx context.Context, k Key, fields []string, previous map[string]string) error
-	// ConsumeValues clears the given fields' recorded values on the key's
-	// row (the follower read them back as echoes).
-	ConsumeValues(ctx context.Context, k Key, fields []string) error
+	// ConsumeValues clears the recorded values the follower read back as
+	// echoes: each field of values is cleared only while it still holds
+	// the value given. A value recorded since the read (a later edit,
+	// about to be sent) is kept, or its read-back would pass for a
+	// person's change.
+	ConsumeValues(ctx context.Context, k Key, values map[string]string) error
 	// CountWrite counts a write to an item if fewer than Limit were counted
 	// within Window before Now (a write at w counts while Now-w < Window),
 	// and answers how many are counted with it;

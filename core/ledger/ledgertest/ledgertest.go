@@ -382,14 +382,30 @@ var _ = add("ConsumeValuesClearsTheFields", func(t *testing.T, l ledger.Ledger) 
 	claim(t, l, key("k"), "", t0)
 	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"T"`, "state": `"done"`})
 	mustNil(t, err)
-	mustNil(t, l.ConsumeValues(t.Context(), key("k"), []string{"title", "absent"}))
+	mustNil(t, l.ConsumeValues(t.Context(), key("k"), map[string]string{"title": `"T"`, "absent": `"x"`}))
 	want := map[string]string{"state": `"done"`}
 	if got := lookup(t, l, key("k")).Values; !maps.Equal(got, want) {
 		t.Fatalf("values %v after consume, want %v", got, want)
 	}
-	mustNil(t, l.ConsumeValues(t.Context(), key("k"), []string{"state"}))
+	mustNil(t, l.ConsumeValues(t.Context(), key("k"), map[string]string{"state": `"done"`}))
 	if got := lookup(t, l, key("k")).Values; len(got) != 0 {
 		t.Fatalf("values %v after consuming all", got)
+	}
+})
+
+// The follower reads an echo of one edit while the next edit records its
+// value: consuming the first must not clear the second, or its read-back
+// would be published as a person's change.
+var _ = add("ConsumeValuesKeepsAValueRecordedSinceTheRead", func(t *testing.T, l ledger.Ledger) {
+	claim(t, l, key("k"), "", t0)
+	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"Filed"`})
+	mustNil(t, err)
+	_, err = l.SetValues(t.Context(), key("k"), map[string]string{"title": `"Edited"`})
+	mustNil(t, err)
+	mustNil(t, l.ConsumeValues(t.Context(), key("k"), map[string]string{"title": `"Filed"`}))
+	want := map[string]string{"title": `"Edited"`}
+	if got := lookup(t, l, key("k")).Values; !maps.Equal(got, want) {
+		t.Fatalf("values %v after consuming the earlier echo, want %v", got, want)
 	}
 })
 
@@ -397,7 +413,7 @@ var _ = add("ValuesOfAKeyWithoutARowAreNotFound", func(t *testing.T, l ledger.Le
 	_, err := l.SetValues(t.Context(), key("none"), map[string]string{"title": `"x"`})
 	mustIs(t, err, ledger.ErrNotFound)
 	mustIs(t, l.RestoreValues(t.Context(), key("none"), []string{"title"}, nil), ledger.ErrNotFound)
-	mustIs(t, l.ConsumeValues(t.Context(), key("none"), []string{"title"}), ledger.ErrNotFound)
+	mustIs(t, l.ConsumeValues(t.Context(), key("none"), map[string]string{"title": `"x"`}), ledger.ErrNotFound)
 })
 
 // The loop cap.
@@ -938,7 +954,7 @@ var _ = add("NULBytesAreRefusedAsInvalid", func(t *testing.T, l ledger.Ledger) {
 			return err
 		},
 		"RestoreValues": func() error { return l.RestoreValues(ctx, good.Key, []string{nul}, nil) },
-		"ConsumeValues": func() error { return l.ConsumeValues(ctx, good.Key, []string{nul}) },
+		"ConsumeValues": func() error { return l.ConsumeValues(ctx, good.Key, map[string]string{nul: `"x"`}) },
 		"MarkDeleted":   func() error { return l.MarkDeleted(ctx, bad) },
 		"CountWrite": func() error {
 			_, err := l.CountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: nul, Now: t0, Window: capWindow, Limit: capLimit})

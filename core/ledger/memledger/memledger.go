@@ -293,11 +293,11 @@ func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []strin
 }
 
 // ConsumeValues implements ledger.Claims.
-func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, fields []string) error {
+func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
-	if err := validate.Fields(fields); err != nil {
+	if err := validate.Values(values); err != nil {
 		return err
 	}
 	if err := l.begin(ctx); err != nil {
@@ -308,8 +308,10 @@ func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, fields []strin
 	if !ok {
 		return ledger.ErrNotFound
 	}
-	for _, f := range fields {
-		delete(c.Values, f)
+	for f, v := range values {
+		if cur, ok := c.Values[f]; ok && cur == v {
+			delete(c.Values, f)
+		}
 	}
 	return nil
 }
