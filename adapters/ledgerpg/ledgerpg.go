@@ -514,13 +514,7 @@ func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]
 	}
 	var previous map[string]string
 	err := l.changeValues(ctx, k, func(vs map[string]string) {
-		previous = map[string]string{} // a retried transaction starts again
-		for f, v := range values {
-			if old, ok := vs[f]; ok {
-				previous[f] = old
-			}
-			vs[f] = v
-		}
+		previous = ledger.SetPending(vs, values) // a retried transaction starts again
 	})
 	if err != nil {
 		return nil, err
@@ -529,25 +523,14 @@ func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]
 }
 
 // RestoreValues implements ledger.Claims.
-func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []string, previous map[string]string) error {
+func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, refused map[string]string) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
-	if err := validate.Fields(fields); err != nil {
+	if err := validate.Values(refused); err != nil {
 		return err
 	}
-	if err := validate.Values(previous); err != nil {
-		return err
-	}
-	return l.changeValues(ctx, k, func(vs map[string]string) {
-		for _, f := range fields {
-			if v, ok := previous[f]; ok {
-				vs[f] = v
-			} else {
-				delete(vs, f)
-			}
-		}
-	})
+	return l.changeValues(ctx, k, func(vs map[string]string) { ledger.RestorePending(vs, refused) })
 }
 
 // ConsumeValues implements ledger.Claims.
@@ -558,13 +541,7 @@ func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[str
 	if err := validate.Values(values); err != nil {
 		return err
 	}
-	return l.changeValues(ctx, k, func(vs map[string]string) {
-		for f, v := range values {
-			if cur, ok := vs[f]; ok && cur == v {
-				delete(vs, f)
-			}
-		}
-	})
+	return l.changeValues(ctx, k, func(vs map[string]string) { ledger.ConsumePending(vs, values) })
 }
 
 // CountWrite implements ledger.Claims: one upsert on the item's counter row,

@@ -101,25 +101,32 @@ func digest(canonical string) string {
 }
 
 // ChangedID derives a tracker:item_changed id. It and CreatedID, RemovedID
-// and CommentedID derive the ids of the four types (ADR-0036: "trk_ and 16 hex digits of a SHA-256, joined by NUL
-// bytes, over the tenant, the workspace, the project and the tracker, then
-// what the event says: for a change, the item's id, the field, a digest of
-// the new value as canonical JSON, and the item's updated_at; for a creation
-// or a removal, the item's id, created or removed, and its updated_at; for a
-// comment, comment and the comment's id"). A page read again, by another
-// replica or after a restart, derives the same ids and appends nothing new.
+// and CommentedID derive the ids of the four types (ADR-0036: "trk_ and 16
+// hex digits of a SHA-256, joined by NUL bytes, over the tenant, the
+// workspace, the project and the tracker, then what the event says"). A page
+// read again, by another replica or after a restart, derives the same ids
+// and appends nothing new.
+//
+// Where it departs (docs/decisions.md): a change's id names the version it
+// is a change from, the snapshot's updated_at, where the ADR has the item's
+// new updated_at; a creation's names the item alone; a removal's the last
+// version read. A process that dies after publishing and before saving its
+// snapshots reads the same change again from the same snapshot, and derives
+// the same id even when the item moved again meanwhile (a comment bumps
+// it), so the change is not published twice.
+//
 // The updated_at is rendered in RFC 3339 UTC to the nanosecond, the digest
 // is the hex SHA-256 of the canonical JSON (writes.Canonical).
-func (s Scope) ChangedID(itemID, field, newCanonical string, updatedAt time.Time) string {
-	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, field, digest(newCanonical), stamp(updatedAt))
+func (s Scope) ChangedID(itemID, field, newCanonical string, from time.Time) string {
+	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, field, digest(newCanonical), stamp(from))
 }
 
-// CreatedID derives a tracker:item_created id (see ChangedID).
-func (s Scope) CreatedID(itemID string, updatedAt time.Time) string {
-	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "created", stamp(updatedAt))
+// CreatedID derives a tracker:item_created id: an item is created once.
+func (s Scope) CreatedID(itemID string) string {
+	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "created")
 }
 
-// RemovedID derives a tracker:item_removed id (see ChangedID).
+// RemovedID derives a tracker:item_removed id from the last version read.
 func (s Scope) RemovedID(itemID string, updatedAt time.Time) string {
 	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "removed", stamp(updatedAt))
 }
@@ -146,13 +153,13 @@ func (s Scope) event(typ, id, correlation string, d Data, at time.Time) eventlog
 }
 
 func (s Scope) created(it tracker.Item, key, correlation string, at time.Time) eventlog.Event {
-	return s.event(TypeItemCreated, s.CreatedID(it.Ref.ID, it.UpdatedAt), correlation, Data{
+	return s.event(TypeItemCreated, s.CreatedID(it.Ref.ID), correlation, Data{
 		Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels,
 	}, at)
 }
 
-func (s Scope) changed(it tracker.Item, key, field, old, new, actor, correlation string, at time.Time) eventlog.Event {
-	return s.event(TypeItemChanged, s.ChangedID(it.Ref.ID, field, new, it.UpdatedAt), correlation, Data{
+func (s Scope) changed(it tracker.Item, from time.Time, key, field, old, new, actor, correlation string, at time.Time) eventlog.Event {
+	return s.event(TypeItemChanged, s.ChangedID(it.Ref.ID, field, new, from), correlation, Data{
 		Item: s.itemData(it.Ref, key), Field: field, Old: rawOrNull(old), New: rawOrNull(new), Actor: actor,
 	}, at)
 }

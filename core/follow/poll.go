@@ -369,8 +369,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		// echoes it reads (ADR-0036: "The first read of a binding
 		// consumes them too").
 		for _, field := range Fields {
-			if v, ok := values[field]; ok && v == writes.Canonical(field, it) {
-				consume[field] = v
+			if cur := writes.Canonical(field, it); ledger.IsPending(values[field], cur) {
+				consume[field] = cur
 			}
 		}
 		since := r.f.b.Since
@@ -395,8 +395,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			// holding the value recorded for it is an echo, and the
 			// recorded value is consumed, so a person who later sets that
 			// value again is published (ADR-0036).
-			if v, ok := values[field]; ok && v == cur {
-				consume[field] = v
+			if ledger.IsPending(values[field], cur) {
+				consume[field] = cur
 				if old != cur {
 					relayrs = true
 					fs.m.Add(metrics.Echoes, 1, r.labels())
@@ -419,7 +419,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			actor = ""
 		}
 		for _, field := range changed {
-			events = append(events, r.scope.changed(it, key, field, writes.Canonical(field, snap.Item), writes.Canonical(field, it), actor, correlation, now))
+			events = append(events, r.scope.changed(it, snap.Item.UpdatedAt, key, field, writes.Canonical(field, snap.Item), writes.Canonical(field, it), actor, correlation, now))
 		}
 	}
 	for _, c := range comments {

@@ -66,9 +66,11 @@ type Claim struct {
 	RecordedAt time.Time
 	// Deleted marks a key whose item was deleted: it files nothing again.
 	Deleted bool
-	// Values are the values relayr last set on the item, by field, as the
-	// tracker holds them, in canonical JSON. The follower drops a read-back
-	// field holding its recorded value as an echo, and consumes the value.
+	// Values are the values relayr set on the item and no read has
+	// consumed yet, by field, as the tracker holds them, in canonical JSON:
+	// a field's values oldest first (Pending splits them). The follower
+	// drops a read-back field holding one of its values as an echo
+	// (IsPending), and consumes it.
 	Values map[string]string
 }
 
@@ -259,19 +261,19 @@ type Claims interface {
 	// LookupItem finds the item row recorded for the tracker's item id in a
 	// workspace: ErrNotFound when relayr filed no such item.
 	LookupItem(ctx context.Context, tenant, workspace, itemID string) (Claim, error)
-	// SetValues records values on the key's row, field by field, before
-	// they are sent, and returns the values those fields held before (a
-	// field absent before is absent from the answer). It, RestoreValues and
-	// ConsumeValues fail with ErrNotFound on a key with no row.
+	// SetValues records values on the key's row before they are sent, each
+	// after its field's earlier ones (SetPending), and returns the value
+	// each field held last before (a field with none is absent from the
+	// answer). It, RestoreValues and ConsumeValues fail with ErrNotFound on
+	// a key with no row.
 	SetValues(ctx context.Context, k Key, values map[string]string) (previous map[string]string, err error)
-	// RestoreValues puts back the fields' earlier values after a refused
-	// edit: a field in fields absent from previous is cleared.
-	RestoreValues(ctx context.Context, k Key, fields []string, previous map[string]string) error
-	// ConsumeValues clears the recorded values the follower read back as
-	// echoes: each field of values is cleared only while it still holds
-	// the value given. A value recorded since the read (a later edit,
-	// about to be sent) is kept, or its read-back would pass for a
-	// person's change.
+	// RestoreValues takes the values of a refused edit back off the row
+	// (RestorePending), so the value recorded before it is again the last.
+	RestoreValues(ctx context.Context, k Key, refused map[string]string) error
+	// ConsumeValues consumes the values the follower read back as echoes:
+	// each, and its field's values recorded before it (ConsumePending). A
+	// value recorded since the read (a later edit, on its way) is kept, or
+	// its read-back would pass for a person's change.
 	ConsumeValues(ctx context.Context, k Key, values map[string]string) error
 	// CountWrite counts a write to an item if fewer than Limit were counted
 	// within Window before Now (a write at w counts while Now-w < Window),

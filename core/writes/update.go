@@ -57,9 +57,8 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 	if err := s.spendCap(ctx, row.Ref.ID); err != nil {
 		return tracker.Item{}, err
 	}
-	// Record the values first, keeping what they replace.
-	previous, err := w.ledger.SetValues(ctx, k, values)
-	if err != nil {
+	// Record the values first.
+	if _, err := w.ledger.SetValues(ctx, k, values); err != nil {
 		return tracker.Item{}, ledgerFailed(err)
 	}
 	var updated tracker.Item
@@ -73,7 +72,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 			// A refused edit puts back the value recorded before it: the
 			// change never landed, so relayr's earlier value is still the
 			// last one it set (ADR-0033, where it departs).
-			if rerr := w.ledger.RestoreValues(ctx, k, fieldsOf(values), previous); rerr != nil {
+			if rerr := w.ledger.RestoreValues(ctx, k, values); rerr != nil {
 				return tracker.Item{}, errors.Join(classify(err), rerr)
 			}
 		}
@@ -136,13 +135,4 @@ func differing(t tracker.Tracker, cur tracker.Item, p tracker.Patch) (tracker.Pa
 		}
 	}
 	return diff, values
-}
-
-func fieldsOf(values map[string]string) []string {
-	out := make([]string, 0, len(values))
-	for f := range values {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
 }

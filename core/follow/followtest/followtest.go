@@ -260,7 +260,9 @@ func threeReplicas(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 		after, _, _ := fake.Snapshot(id)
-		id2 := scope.ChangedID(id, field, writes.Canonical(field, after), after.UpdatedAt)
+		// A change's id names the version it is from: the one the
+		// followers last read, which the script waited for.
+		id2 := scope.ChangedID(id, field, writes.Canonical(field, after), cur.UpdatedAt)
 		what := fmt.Sprintf("%s of %s", field, id)
 		want.add(id2, what, correlationOf(id))
 		published(id2, what)
@@ -287,7 +289,7 @@ func threeReplicas(t *testing.T, s Store) {
 				t.Fatal(err)
 			}
 			people = append(people, it.Ref.ID)
-			cid := scope.CreatedID(it.Ref.ID, it.UpdatedAt)
+			cid := scope.CreatedID(it.Ref.ID)
 			want.add(cid, "creation of "+it.Ref.ID, "")
 			published(cid, "creation of "+it.Ref.ID)
 		case r < 75:
@@ -435,11 +437,12 @@ func personChanges(t *testing.T, f *faketracker.Tracker, items []string, gap tim
 	var ids []string
 	for i, id := range items {
 		title := fmt.Sprint("changed ", i)
+		from := mustSnapshot(f, id)
 		if err := f.Retitle(context.Background(), id, title); err != nil {
 			t.Fatal(err)
 		}
 		it := mustSnapshot(f, id)
-		ids = append(ids, scope.ChangedID(id, tracker.FieldTitle, writes.Canonical(tracker.FieldTitle, it), it.UpdatedAt))
+		ids = append(ids, scope.ChangedID(id, tracker.FieldTitle, writes.Canonical(tracker.FieldTitle, it), from.UpdatedAt))
 		time.Sleep(gap)
 	}
 	return ids

@@ -349,9 +349,14 @@ var _ = add("SetValuesAnswersThePreviousValues", func(t *testing.T, l ledger.Led
 	if !maps.Equal(prev, map[string]string{"title": `"One"`}) {
 		t.Fatalf("previous %v", prev)
 	}
-	want := map[string]string{"title": `"Two"`, "state": `"todo"`, "labels": `["a"]`}
+	// A field keeps its values in order until one is read back: two edits
+	// between polls are both relayr's.
+	want := map[string]string{"title": "\"One\"\n\"Two\"", "state": `"todo"`, "labels": `["a"]`}
 	if got := lookup(t, l, key("k")).Values; !maps.Equal(got, want) {
 		t.Fatalf("values %v, want %v", got, want)
+	}
+	if !ledger.IsPending(want["title"], `"One"`) || !ledger.IsPending(want["title"], `"Two"`) {
+		t.Fatal("both edits' values are not pending")
 	}
 })
 
@@ -369,9 +374,10 @@ var _ = add("RestoreValuesPutsBackTheEarlierValues", func(t *testing.T, l ledger
 	claim(t, l, key("k"), "", t0)
 	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"Old"`})
 	mustNil(t, err)
-	prev, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"New"`, "state": `"done"`})
+	refused := map[string]string{"title": `"New"`, "state": `"done"`}
+	_, err = l.SetValues(t.Context(), key("k"), refused)
 	mustNil(t, err)
-	mustNil(t, l.RestoreValues(t.Context(), key("k"), []string{"title", "state"}, prev))
+	mustNil(t, l.RestoreValues(t.Context(), key("k"), refused))
 	want := map[string]string{"title": `"Old"`}
 	if got := lookup(t, l, key("k")).Values; !maps.Equal(got, want) {
 		t.Fatalf("values %v after restore, want %v", got, want)
@@ -409,10 +415,29 @@ var _ = add("ConsumeValuesKeepsAValueRecordedSinceTheRead", func(t *testing.T, l
 	}
 })
 
+var _ = add("ConsumingALaterValueConsumesTheEarlierOnes", func(t *testing.T, l ledger.Ledger) {
+	claim(t, l, key("k"), "", t0)
+	for _, v := range []string{`"A"`, `"B"`, `"C"`} {
+		_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": v})
+		mustNil(t, err)
+	}
+	mustNil(t, l.ConsumeValues(t.Context(), key("k"), map[string]string{"title": `"B"`}))
+	want := map[string]string{"title": `"C"`}
+	if got := lookup(t, l, key("k")).Values; !maps.Equal(got, want) {
+		t.Fatalf("values %v, want %v", got, want)
+	}
+})
+
+var _ = add("AValueWithANewlineIsRefused", func(t *testing.T, l ledger.Ledger) {
+	claim(t, l, key("k"), "", t0)
+	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": "\"a\"\n\"b\""})
+	mustIs(t, err, ledger.ErrInvalid)
+})
+
 var _ = add("ValuesOfAKeyWithoutARowAreNotFound", func(t *testing.T, l ledger.Ledger) {
 	_, err := l.SetValues(t.Context(), key("none"), map[string]string{"title": `"x"`})
 	mustIs(t, err, ledger.ErrNotFound)
-	mustIs(t, l.RestoreValues(t.Context(), key("none"), []string{"title"}, nil), ledger.ErrNotFound)
+	mustIs(t, l.RestoreValues(t.Context(), key("none"), map[string]string{"title": `"x"`}), ledger.ErrNotFound)
 	mustIs(t, l.ConsumeValues(t.Context(), key("none"), map[string]string{"title": `"x"`}), ledger.ErrNotFound)
 })
 
@@ -953,7 +978,7 @@ var _ = add("NULBytesAreRefusedAsInvalid", func(t *testing.T, l ledger.Ledger) {
 			_, err := l.SetValues(ctx, good.Key, map[string]string{"title": nul})
 			return err
 		},
-		"RestoreValues": func() error { return l.RestoreValues(ctx, good.Key, []string{nul}, nil) },
+		"RestoreValues": func() error { return l.RestoreValues(ctx, good.Key, map[string]string{nul: `"x"`}) },
 		"ConsumeValues": func() error { return l.ConsumeValues(ctx, good.Key, map[string]string{nul: `"x"`}) },
 		"MarkDeleted":   func() error { return l.MarkDeleted(ctx, bad) },
 		"CountWrite": func() error {

@@ -247,28 +247,18 @@ func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]
 	if !ok {
 		return nil, ledger.ErrNotFound
 	}
-	previous := map[string]string{}
 	if c.Values == nil {
 		c.Values = map[string]string{}
 	}
-	for f, v := range values {
-		if old, ok := c.Values[f]; ok {
-			previous[f] = old
-		}
-		c.Values[f] = v
-	}
-	return previous, nil
+	return ledger.SetPending(c.Values, values), nil
 }
 
 // RestoreValues implements ledger.Claims.
-func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []string, previous map[string]string) error {
+func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, refused map[string]string) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
-	if err := validate.Fields(fields); err != nil {
-		return err
-	}
-	if err := validate.Values(previous); err != nil {
+	if err := validate.Values(refused); err != nil {
 		return err
 	}
 	if err := l.begin(ctx); err != nil {
@@ -282,13 +272,7 @@ func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, fields []strin
 	if c.Values == nil {
 		c.Values = map[string]string{}
 	}
-	for _, f := range fields {
-		if v, ok := previous[f]; ok {
-			c.Values[f] = v
-		} else {
-			delete(c.Values, f)
-		}
-	}
+	ledger.RestorePending(c.Values, refused)
 	return nil
 }
 
@@ -308,10 +292,8 @@ func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[str
 	if !ok {
 		return ledger.ErrNotFound
 	}
-	for f, v := range values {
-		if cur, ok := c.Values[f]; ok && cur == v {
-			delete(c.Values, f)
-		}
+	if c.Values != nil {
+		ledger.ConsumePending(c.Values, values)
 	}
 	return nil
 }

@@ -60,17 +60,7 @@ func Item(tenant, workspace, itemID string) error {
 }
 
 // Values checks recorded values: each names a field, and holds text.
-func Values(values map[string]string) error {
-	for k, v := range values {
-		if k == "" {
-			return invalid("a value needs a field")
-		}
-		if err := ledger.CheckText(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func Values(values map[string]string) error { return ledger.CheckValues(values) }
 
 // Fields checks the names of fields.
 func Fields(fields []string) error { return ledger.CheckText(fields...) }
