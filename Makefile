@@ -76,7 +76,7 @@ demo:
 
 ## fuzz-short / fuzz: every fuzz target, for a few seconds or a minute each.
 fuzz-short:
-	bash scripts/fuzz.sh 3s
+	bash scripts/fuzz.sh 5s
 
 fuzz:
 	bash scripts/fuzz.sh 60s

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -49,12 +50,25 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := a.c.Clock.WithTimeout(r.Context(), wait)
 	defer cancel()
 	notify, _ := a.c.Log.(*eventlog.Notifying)
+	if wait == 0 || !a.bound(tenant, workspace) {
+		// Notifying keeps a channel per workspace asked about until its
+		// next append: taken for any name a client sends, it would grow
+		// for good. No append reaches a workspace not bound here, and a
+		// read that doesn't wait needs no wake-up.
+		notify = nil
+	}
 	for {
 		var changed <-chan struct{}
 		if notify != nil {
 			changed = notify.Changed(tenant, workspace)
 		}
 		evs, err := a.c.Log.Read(r.Context(), tenant, workspace, int64(after), limit)
+		if errors.Is(err, eventlog.ErrInvalid) {
+			// A workspace name no log keeps (too long, a NUL byte, not
+			// UTF-8) is the client's error, not to be retried.
+			writeError(w, http.StatusBadRequest, "invalid", "the workspace is not a valid name", 0)
+			return
+		}
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log: "+err.Error(), time.Second)
 			return
@@ -73,6 +87,15 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			return // the client went away
 		}
 	}
+}
+
+// bound reports whether the tenant's workspace is bound to a tracker.
+func (a *API) bound(tenant, workspace string) bool {
+	if a.c.Connections == nil {
+		return false
+	}
+	_, err := a.c.Connections.Binding(tenant, workspace)
+	return err == nil
 }
 
 // waitFor waits for a notification, the poll interval, or the context.

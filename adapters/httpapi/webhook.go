@@ -35,11 +35,25 @@ func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	woken := a.nudge(r, tenant, kind, body)
 	if len(woken) == 0 {
-		a.c.Counters.Add(metrics.NudgesRefused, 1, metrics.Labels{"tracker": kind})
+		a.c.Counters.Add(metrics.NudgesRefused, 1, metrics.Labels{"tracker": a.knownKind(kind)})
 		writeError(w, http.StatusUnauthorized, "unauthorized", "the delivery was not accepted", 0)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// knownKind is kind when a binding has it, else "unknown": the path is the
+// caller's to say, and a label taken from it would be a new series per
+// request, kept for good (Prometheus panics on one that isn't UTF-8).
+func (a *API) knownKind(kind string) string {
+	if a.c.Connections != nil {
+		for _, b := range a.c.Connections.Bindings() {
+			if b.Kind() == kind {
+				return kind
+			}
+		}
+	}
+	return "unknown"
 }
 
 // nudge verifies the delivery and wakes the bindings it names; it answers

@@ -1,0 +1,128 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/core/faketracker"
+)
+
+// fuzzWorldUses is how many inputs one world serves before a fresh one, so
+// a long run doesn't fill the fake tracker and the ledger.
+const fuzzWorldUses = 2_000
+
+// fuzzWorld hands out a world, fresh every fuzzWorldUses inputs.
+type fuzzWorld struct {
+	w    *world
+	uses int
+}
+
+func (f *fuzzWorld) get(t *testing.T) *world {
+	if f.w == nil || f.uses >= fuzzWorldUses {
+		f.w, f.uses = newWorld(t), 0
+	}
+	f.uses++
+	return f.w
+}
+
+// serve runs one request through the API in-process and fails on a 5xx or
+// anything logged as an error (a recovered panic is one).
+func serve(t *testing.T, w *world, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	w.api.ServeHTTP(rec, req)
+	if rec.Code >= 500 {
+		t.Fatalf("%s %s answered %d: %s; logged %q", req.Method, req.URL.Path, rec.Code, rec.Body, w.errs.first())
+	}
+	if errs := w.errs.first(); len(errs) > 0 {
+		t.Fatalf("the API logged %q", errs)
+	}
+	return rec
+}
+
+// FuzzWebhook posts any body with any signature to acme's webhook: never a
+// 5xx, and a follower is woken only by a delivery signed with acme's secret
+// (sign asks the target to sign the body itself, so verified deliveries are
+// explored too).
+func FuzzWebhook(f *testing.F) {
+	good := []byte(`{"project":"proj"}`)
+	f.Add(good, faketracker.Sign(secret, good), false)
+	f.Add(good, "", true)
+	f.Add(good, faketracker.Sign("wrong", good), false)
+	f.Add(good, "", false)
+	f.Add([]byte(`{"project":"other"}`), "", true)
+	f.Add([]byte(`{"project":""}`), "", true)
+	f.Add([]byte(`{"project":null,"project":"proj"}`), "", true)
+	f.Add([]byte(`[]`), "00", false)
+	f.Add([]byte{}, faketracker.Sign(secret, nil), false)
+	f.Add([]byte("\x00\xff{"), "sha256="+faketracker.Sign(secret, good), true)
+	var fw fuzzWorld
+	f.Fuzz(func(t *testing.T, body []byte, sig string, sign bool) {
+		w := fw.get(t)
+		if sign {
+			sig = faketracker.Sign(secret, body)
+		}
+		req := httptest.NewRequest(http.MethodPost, "http://relayr.test"+hook, bytes.NewReader(body))
+		req.Header.Set(faketracker.SignatureHeader, sig)
+		woken := w.waker.n.Load()
+		rec := serve(t, w, req)
+		woke := w.waker.n.Load() > woken
+		verified := hmac.Equal([]byte(sig), []byte(faketracker.Sign(secret, body)))
+		switch {
+		case woke && !verified:
+			t.Fatalf("a delivery not signed with acme's secret woke a follower (%d)", rec.Code)
+		case woke != (rec.Code == http.StatusNoContent):
+			t.Fatalf("answered %d, woke a follower: %v", rec.Code, woke)
+		case !woke && rec.Code != http.StatusUnauthorized && rec.Code != http.StatusRequestEntityTooLarge:
+			t.Fatalf("a refused delivery answered %d: %s", rec.Code, rec.Body)
+		}
+		if w.fake.TotalCalls() != 0 {
+			t.Fatal("a delivery reached the tracker")
+		}
+	})
+}
+
+// FuzzWriteAPI posts any body to the ensure route with acme's token: never
+// a 5xx, and a 201 or 200 only for a body that decodes strictly.
+func FuzzWriteAPI(f *testing.F) {
+	for _, s := range []string{
+		`{"key":"ci/1","title":"Build failed","labels":["ci"],"correlation":"run-1"}`,
+		`{"key":"ci/1","title":"Build failed","description":"log","state":"todo"}`,
+		`{"key":"k","title":"t","state":"finished"}`,
+		`{"key":"k\u0000","title":"t"}`,
+		`{"key":"k","title":"t\u0000"}`,
+		`{"key":"k","title":"t","labels":["a\u0000b"]}`,
+		`{"key":"k","title":"t","description":"\u0000"}`,
+		`{"key":"k","title":"t","correlation":"run\u0000"}`,
+		`{"key":"k","title":"t","bogus":1}`,
+		`{"key":5,"title":"t"}`,
+		`{"key":"k","title":"t"}{"key":"k"}`,
+		`{"key":"k","title":"t","labels":[[[]]]}`,
+		`{"key":1e999999}`,
+		`{"key":`,
+		``,
+		`null`,
+	} {
+		f.Add([]byte(s))
+	}
+	var fw fuzzWorld
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := fw.get(t)
+		req := httptest.NewRequest(http.MethodPost, "http://relayr.test"+ws+"/items/ensure", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokenA)
+		rec := serve(t, w, req)
+		if rec.Code == http.StatusCreated || rec.Code == http.StatusOK {
+			var ok httpapi.EnsureRequest
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&ok); err != nil {
+				t.Fatalf("answered %d to a body that doesn't decode: %v", rec.Code, err)
+			}
+		}
+	})
+}
