@@ -28,6 +28,11 @@ const (
 	DefaultDebounce = 2 * time.Second
 	// DefaultMaxJitter: a 429 is waited out with up to a second of jitter.
 	DefaultMaxJitter = time.Second
+	// DefaultSettleAfter: an item read this long after its last change has
+	// settled: a comment in the same second as that change has shown up.
+	// Vikunja keeps time to the second; the rest is room for the clocks of
+	// relayr and the tracker to differ.
+	DefaultSettleAfter = 5 * time.Second
 	// DefaultLogPollEvery: a log follower that read everything looks again
 	// after a second, or at once when Notify wakes it.
 	DefaultLogPollEvery = time.Second
@@ -52,6 +57,9 @@ type Options struct {
 	Debounce time.Duration
 	// MaxJitter bounds the jitter added to a 429's Retry-After.
 	MaxJitter time.Duration
+	// SettleAfter is how long after an item's last change a read finds its
+	// comments settled (see DefaultSettleAfter).
+	SettleAfter time.Duration
 	// Jitter answers the jitter added to a 429's Retry-After, in
 	// [0, MaxJitter); a uniform random draw when nil.
 	Jitter func(max time.Duration) time.Duration
@@ -81,6 +89,7 @@ func (o Options) withDefaults() Options {
 	def(&o.Lookback, DefaultLookback)
 	def(&o.SweepEvery, DefaultSweepEvery)
 	def(&o.Debounce, DefaultDebounce)
+	def(&o.SettleAfter, DefaultSettleAfter)
 	def(&o.MaxJitter, DefaultMaxJitter)
 	def(&o.LogPollEvery, DefaultLogPollEvery)
 	if o.Jitter == nil {

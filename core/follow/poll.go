@@ -32,6 +32,11 @@ type snapshot struct {
 	// old (ADR-0036: "A seeded item's comments until its last change are
 	// old").
 	Through bool `json:"through,omitempty"`
+	// Settled is set once the item was read SettleAfter or more after its
+	// last change: until then a comment made in the same second as that
+	// change (Vikunja keeps time to the second) may not have moved the
+	// item, so its comments are read again.
+	Settled bool `json:"settled,omitempty"`
 }
 
 func (s *snapshot) isNew(c tracker.Comment) bool {
@@ -325,8 +330,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	case !errors.Is(err, ledger.ErrNotFound):
 		return nil, nil, err
 	}
-	if snap != nil && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
-		return nil, nil, nil // read before and unchanged: nothing to ask
+	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
+		return nil, nil, nil // read before, settled and unchanged: nothing to ask
 	}
 	row, err := r.keyRow(ctx, it)
 	if err != nil {
@@ -336,9 +341,15 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// and publishes nothing, unless the binding names a since.
 	seeding := snap == nil && r.sweep != nil && r.sweep.first
 	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
+	// A comment in the same second as the item's last change doesn't move
+	// it on a tracker that keeps time to the second; until a read comes
+	// SettleAfter past that change, its comments are read again (ADR-0036's
+	// consequence that such a comment "waits for the item's next change"
+	// no longer holds: docs/decisions.md).
+	unsettled := snap != nil && !snap.Settled && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
 
 	var comments []tracker.Comment
-	if moved && !seeding {
+	if (moved || unsettled) && !seeding {
 		since := time.Time{}
 		if snap != nil {
 			since = snap.CommentsUntil
@@ -362,7 +373,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	var events []eventlog.Event
 	consume := map[string]string{}
 	relayrs := false // one of relayr's values is among the changes read
-	next := snapshot{Item: it}
+	next := snapshot{Item: it, Settled: now.Sub(it.UpdatedAt) >= fs.opts.SettleAfter}
 
 	if snap == nil {
 		// The first read of a binding, and of an item, consumes the

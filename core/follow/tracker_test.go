@@ -49,6 +49,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
 		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
 		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
+		{"ACommentInTheSameSecondAsTheLastChangeIsRead", sameSecondComment},
 		{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
 		{"OneProcessAtATimeHoldsTheLease", oneHolder},
 		{"LostLeaseStopsTheReading", lostLeaseStopsReading},
@@ -902,5 +903,55 @@ func changeReadAgainAfterMove(t *testing.T) {
 	}
 	if titles != 1 {
 		t.Fatalf("the title change was published %d times (events %d), want once", titles, len(evs))
+	}
+}
+
+// Vikunja keeps time to the second: a comment made in the second of the
+// item's last change, after a poll read that change, doesn't move the item.
+// The next read, before the item settled, reads its comments again.
+func sameSecondComment(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	a := e.person("A")
+	e.after(10 * time.Second)
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil { // the seeding read
+		t.Fatal(err)
+	}
+	e.after(200 * time.Millisecond)
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.after(200 * time.Millisecond)
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	e.wantEvents(1)
+	e.after(200 * time.Millisecond)
+	before, _, _ := e.fake.Snapshot(a.Ref.ID)
+	if err := e.fake.PersonComment(ctx, a.Ref.ID, "same second"); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := e.fake.Snapshot(a.Ref.ID); !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("the comment moved the item from %s to %s: the case is not set up", before.UpdatedAt, after.UpdatedAt)
+	}
+	e.after(3 * time.Second)
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.wantEvents(2)
+	if evs[1].Type != follow.TypeItemCommented {
+		t.Fatalf("second event %s, want the comment", evs[1].Type)
+	}
+	// Settled, the item costs no more comment reads.
+	e.after(time.Minute)
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.fake.Calls(faketracker.MethodComments)
+	e.after(time.Minute)
+	if err := e.fs.PollOnce(ctx, tenant, workspace); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.fake.Calls(faketracker.MethodComments); got != calls {
+		t.Fatalf("a settled item's comments were read again (%d, then %d)", calls, got)
 	}
 }
