@@ -66,6 +66,11 @@ bench: db
 		| tee bin/bench.txt
 	$(GO) run ./adapters/ledgerpg/tools/benchtable < bin/bench.txt
 
+## chaos: the full chaos run: two replicas of the built binary on PostgreSQL
+## with RLS, 2,000 keys, 16 clients, faults and kills (make test runs a short one).
+chaos: db
+	RELAYR_CHAOS=full RELAYR_REQUIRE_DB=1 $(GO) test -count=1 -timeout 30m -run TestChaos -v ./apps/relayr
+
 ## relayr: the static binary (no cgo).
 relayr:
 	CGO_ENABLED=0 $(GO) build -o bin/relayr ./apps/relayr

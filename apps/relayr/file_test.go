@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/relayr-go/relayr/adapters/httpapi"
+)
+
+// TestFileExitCodesTellRetryFromGiveUp runs `relayr file` against a relayr
+// that answers each of the API's kinds of answer.
+func TestFileExitCodesTellRetryFromGiveUp(t *testing.T) {
+	var got httpapi.EnsureRequest
+	answer := func(status int, code, retryAfter string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer tok" || r.URL.Path != "/relayr/v1/tenants/acme/workspaces/ops/items/ensure" {
+				w.WriteHeader(http.StatusTeapot)
+				return
+			}
+			_ = json.NewDecoder(r.Body).Decode(&got)
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.WriteHeader(status)
+			if code != "" {
+				_, _ = w.Write([]byte(`{"error":{"code":"` + code + `","message":"x"}}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"item":{"id":"1","name":"OPS-1"},"how":"created"}`))
+		}
+	}
+	t.Setenv("RELAYR_TOKEN", "tok")
+	args := func(url string) []string {
+		return []string{"file", "-url", url, "-tenant", "acme", "-workspace", "ops", "-key", "ci/1", "-title", "Build failed", "-label", "ci", "-label", "build", "-correlation", "run-1"}
+	}
+	for _, c := range []struct {
+		name string
+		h    http.HandlerFunc
+		want int
+	}{
+		{"FiledIs0", answer(201, "", ""), exitOK},
+		{"ClaimedIsRetry", answer(409, "tracker_claimed", "1"), exitRetry},
+		{"UnavailableIsRetry", answer(503, "tracker_unavailable", "3"), exitRetry},
+		{"LoopIsGiveUp", answer(409, "tracker_loop", ""), exitFail},
+		{"NotAllowedIsGiveUp", answer(403, "not_allowed", ""), exitFail},
+		{"InvalidIsGiveUp", answer(400, "invalid", ""), exitFail},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(c.h)
+			defer srv.Close()
+			var out bytes.Buffer
+			if code := run(context.Background(), args(srv.URL), &out, &out); code != c.want {
+				t.Fatalf("exit %d, want %d: %s", code, c.want, out.String())
+			}
+			if got.Key != "ci/1" || got.Correlation != "run-1" || len(got.Labels) != 2 {
+				t.Fatalf("sent %+v", got)
+			}
+		})
+	}
+	t.Run("NoRelayrIsRetry", func(t *testing.T) {
+		srv := httptest.NewServer(answer(201, "", ""))
+		url := srv.URL
+		srv.Close()
+		var out bytes.Buffer
+		if code := run(context.Background(), args(url), &out, &out); code != exitRetry {
+			t.Fatalf("exit %d, want %d", code, exitRetry)
+		}
+	})
+	t.Run("AMissingFlagIsUsage", func(t *testing.T) {
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{"file", "-tenant", "acme"}, &out, &out); code != exitUsage {
+			t.Fatalf("exit %d", code)
+		}
+		if !strings.Contains(out.String(), "required") {
+			t.Fatalf("output %s", out.String())
+		}
+	})
+}
