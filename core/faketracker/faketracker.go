@@ -88,6 +88,7 @@ type Tracker struct {
 	faults   map[string][]*fault
 	created  int // items created, duplicates included
 	chaos    *chaos
+	stale    []tracker.Item // answered once by the next Items
 }
 
 var _ tracker.Tracker = (*Tracker)(nil)
@@ -416,7 +417,8 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 		offset = len(all)
 	}
 	end := min(offset+PageSize, len(all))
-	p := tracker.Page{Items: all[offset:end]}
+	p := tracker.Page{Items: append(all[offset:end:end], t.stale...)}
+	t.stale = nil
 	if end < len(all) {
 		p.Next = strconv.Itoa(end)
 	}

@@ -62,3 +62,12 @@ func (t *Tracker) PersonComments(id string) []tracker.Comment {
 	}
 	return slices.Clone(x.comments)
 }
+
+// AnswerStaleOnce makes the next Items page also answer it, an item as it
+// was before a later change: what an offset page read while the item moved
+// can answer late.
+func (t *Tracker) AnswerStaleOnce(it tracker.Item) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stale = append(t.stale, it)
+}

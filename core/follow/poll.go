@@ -330,6 +330,12 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	case !errors.Is(err, ledger.ErrNotFound):
 		return nil, nil, err
 	}
+	if snap != nil && it.UpdatedAt.Before(snap.Item.UpdatedAt) {
+		// An older version than the one read before: a page read while the
+		// item moved (Plane's offset pages) answers it late. Diffing it
+		// would publish the item going back, relayr's own values included.
+		return nil, nil, nil
+	}
 	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
 		return nil, nil, nil // read before, settled and unchanged: nothing to ask
 	}

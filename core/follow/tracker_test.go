@@ -50,6 +50,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
 		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
 		{"ACommentInTheSameSecondAsTheLastChangeIsRead", sameSecondComment},
+		{"AnOlderVersionReadLateIsNotADiff", olderVersionReadLate},
 		{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
 		{"OneProcessAtATimeHoldsTheLease", oneHolder},
 		{"LostLeaseStopsTheReading", lostLeaseStopsReading},
@@ -954,4 +955,20 @@ func sameSecondComment(t *testing.T) {
 	if got := e.fake.Calls(faketracker.MethodComments); got != calls {
 		t.Fatalf("a settled item's comments were read again (%d, then %d)", calls, got)
 	}
+}
+
+func olderVersionReadLate(t *testing.T) {
+	e := newEnv(t)
+	a := e.person("A")
+	old, _, _ := e.fake.Snapshot(a.Ref.ID)
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(1)
+	// The next listing also answers the item as it was before.
+	e.fake.AnswerStaleOnce(old)
+	e.poll()
+	e.wantEvents(1)
 }
