@@ -1,0 +1,93 @@
+package binding_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+type countingStore struct {
+	n     int
+	creds tracker.Credentials
+}
+
+func (s *countingStore) Credentials(context.Context, string, string) (tracker.Credentials, error) {
+	s.n++
+	return s.creds, nil
+}
+
+func setUp() (*binding.Connections, binding.Binding, *countingStore, *clock.Fake, *faketracker.Connector) {
+	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	conn := &faketracker.Connector{Fake: faketracker.New(faketracker.LikePlane)}
+	b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn}
+	store := &countingStore{creds: tracker.Credentials{Token: "k1", WebhookSecret: "s1"}}
+	return binding.NewConnections(clk, store, b), b, store, clk, conn
+}
+
+func TestCredentialsAreAskedAtMostEveryTTL(t *testing.T) {
+	cs, b, store, clk, _ := setUp()
+	ctx := context.Background()
+	for range 3 {
+		if _, err := cs.Tracker(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+	}
+	if store.n != 1 {
+		t.Fatalf("asked %d times within the TTL", store.n)
+	}
+	clk.Advance(binding.CredentialsTTL)
+	if _, err := cs.Tracker(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if store.n != 2 || cs.Asked("acme", "fake") != 2 {
+		t.Fatalf("asked %d times after the TTL, want 2", store.n)
+	}
+}
+
+func TestDoAsksAgainAtOnceAfterUnauthorizedAndRetriesOnce(t *testing.T) {
+	cs, b, store, _, conn := setUp()
+	calls := 0
+	err := cs.Do(context.Background(), b, func(tracker.Tracker) error {
+		calls++
+		return tracker.ErrUnauthorized
+	})
+	if !errors.Is(err, tracker.ErrUnauthorized) || calls != 2 || store.n != 2 {
+		t.Fatalf("err %v, calls %d, asked %d: want one retry after asking again", err, calls, store.n)
+	}
+	if conn.Connects() != 1 {
+		t.Fatalf("connected %d times: the same credentials need no new connection", conn.Connects())
+	}
+	store.creds.Token = "k2" // rotated
+	_ = cs.Do(context.Background(), b, func(tracker.Tracker) error { return tracker.ErrUnauthorized })
+	if conn.Connects() != 2 {
+		t.Fatalf("connected %d times: rotated credentials need a new connection", conn.Connects())
+	}
+}
+
+func TestLastCredentialsNeverAsk(t *testing.T) {
+	cs, b, store, _, _ := setUp()
+	if _, ok := cs.LastCredentials(b); ok || store.n != 0 {
+		t.Fatal("answered credentials never asked for, or asked")
+	}
+	if _, err := cs.Tracker(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := cs.LastCredentials(b)
+	if !ok || c.WebhookSecret != "s1" || store.n != 1 {
+		t.Fatalf("last credentials %v %v, asked %d", c, ok, store.n)
+	}
+}
+
+func TestAnUnboundWorkspaceIsErrUnbound(t *testing.T) {
+	cs, _, _, _, _ := setUp()
+	if _, err := cs.Binding("acme", "nowhere"); !errors.Is(err, binding.ErrUnbound) {
+		t.Fatalf("err %v", err)
+	}
+}
