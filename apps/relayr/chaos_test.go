@@ -102,12 +102,7 @@ func TestChaos(t *testing.T) {
 	admin := pgtest.Open(t, pgtest.Admin(t))
 	schema := pgtest.Schema(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "relayr")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := relayrBinary(t)
 
 	// The trackers, on real time, behind the fault injectors.
 	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1, WebhookSecret: chaosPlaneHook})

@@ -14,12 +14,7 @@ import (
 // demo`: the end-to-end test of the whole loop. It exits 0 only if every
 // step held.
 func TestDemoOfTheBuiltBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "relayr")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := relayrBinary(t)
 	var out bytes.Buffer
 	cmd := exec.Command(bin, "demo")
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/adapters/ledgersqlite"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
+)
+
+// TestSIGTERMGivesTheLeasesUpAtOnce runs `relayr serve` on a SQLite ledger
+// bound to the Plane emulation, waits until its follower holds the
+// workspace's lease, sends SIGTERM, and checks that the process ends well
+// within its grace and leaves the lease free: another replica takes over at
+// once, without waiting 30 s for it to lapse.
+func TestSIGTERMGivesTheLeasesUpAtOnce(t *testing.T) {
+	bin := relayrBinary(t)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+
+	dir := t.TempDir()
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	cfg := fmt.Sprintf(`listen = %q
+holder = "replica-a"
+
+[timings]
+poll = "1s"
+
+[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.plane]
+key = {env = "ACME_PLANE_KEY"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "ops"
+tracker = "plane"
+base_url = %q
+plane_workspace = %q
+project = %q
+identifier = %q
+`, addr, ps.URL, plane.Workspace, plane.Project, plane.Identifier)
+	path := filepath.Join(dir, "relayr.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", path)
+	cmd.Env = append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	// Ready, and the follower has read the project once (its lease held).
+	waitUntil(t, 20*time.Second, "relayr never became ready", func() bool {
+		res, err := http.Get("http://" + addr + "/readyz") //nolint:noctx // a test's probe
+		if err != nil {
+			return false
+		}
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	waitUntil(t, 20*time.Second, "the follower never read the project", func() bool {
+		return plane.Count("GET", "work-items") > 0
+	})
+
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("relayr exited with %v after SIGTERM:\n%s", err, logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("relayr did not stop within 20 s of SIGTERM:\n%s", logs.String())
+	}
+	t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+
+	led, err := ledgersqlite.Open(context.Background(), filepath.Join(dir, "relayr.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = led.Close() }()
+	f := ledger.Follower{Kind: ledger.TrackerFollower, Tenant: "acme", Workspace: "ops", Name: "plane"}
+	cur, err := led.Cursor(context.Background(), f)
+	if err != nil || !cur.Seeded {
+		t.Fatalf("cursor %+v %v: the follower never saved its first read", cur, err)
+	}
+	// Another replica takes the lease now: it was given up, not left to lapse.
+	if _, err := led.TakeLease(context.Background(), ledger.LeaseParams{Follower: f, Holder: "replica-b", Now: time.Now(), TTL: 30 * time.Second}); err != nil {
+		if errors.Is(err, ledger.ErrLeaseHeld) {
+			t.Fatal("the stopped replica still holds its lease: another must wait for it to lapse")
+		}
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, d time.Duration, msg string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a real process; no clock to step
+	}
+}
