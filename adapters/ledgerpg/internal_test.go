@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
@@ -16,32 +13,12 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-func TestLoadMigrationsRefusesABadSet(t *testing.T) {
-	file := &fstest.MapFile{Data: []byte("SELECT 1;")}
-	cases := map[string]struct {
-		files fstest.MapFS
-		want  string
-	}{
-		"gap":       {fstest.MapFS{"m/001_a.up.sql": file, "m/003_c.up.sql": file}, "gap"},
-		"duplicate": {fstest.MapFS{"m/001_a.up.sql": file, "m/002_b.up.sql": file, "m/002_c.up.sql": file}, "twice"},
-		"stray":     {fstest.MapFS{"m/001_a.up.sql": file, "m/001_a.down.sql": file}, "not named"},
-		"first":     {fstest.MapFS{"m/002_b.up.sql": file}, "gap"},
-		"none":      {fstest.MapFS{"m": &fstest.MapFile{Mode: fs.ModeDir}}, "no migrations"},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := loadMigrations(c.files, "m")
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want one saying %q", err, c.want)
-			}
-		})
-	}
-	ms, err := loadMigrations(fstest.MapFS{"m/002_b.up.sql": file, "m/001_a.up.sql": file}, "m")
-	if err != nil || len(ms) != 2 || ms[0].name != "a" || ms[1].version != 2 {
-		t.Fatalf("a good set: %+v %v", ms, err)
-	}
-	if _, err := loadMigrations(migrationFS, "migration"); err != nil {
-		t.Fatalf("the embedded set: %v", err)
+// The rules of a migration set are ledger.LoadMigrations' (and its tests');
+// here, only that the embedded set keeps them.
+func TestTheEmbeddedMigrationsLoad(t *testing.T) {
+	ms, err := loadMigrations(migrationFS, "migration")
+	if err != nil || len(ms) == 0 || ms[0].Version != 1 {
+		t.Fatalf("the embedded set: %+v %v", ms, err)
 	}
 }
 

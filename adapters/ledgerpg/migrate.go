@@ -3,61 +3,25 @@ package ledgerpg
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
-	"sort"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/relayr-go/relayr/core/ledger"
 )
 
 //go:embed migration/*.up.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
-
-// loadMigrations reads dir's NNN_name.up.sql files and refuses a set with a
-// gap, a duplicate version or a stray file.
-func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+// loadMigrations reads the embedded migrations (ledger.LoadMigrations).
+func loadMigrations(fsys fs.FS, dir string) ([]ledger.Migration, error) {
+	ms, err := ledger.LoadMigrations(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("ledgerpg: migrations: %w", err)
+		return nil, fmt.Errorf("ledgerpg: %w", err)
 	}
-	var out []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("ledgerpg: migration %q is not named NNN_name.up.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("ledgerpg: migration %s: %w", e.Name(), err)
-		}
-		out = append(out, migration{version: v, name: m[2], sql: string(body)})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("ledgerpg: no migrations")
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			if i > 0 && out[i-1].version == m.version {
-				return nil, fmt.Errorf("ledgerpg: migration %03d appears twice", m.version)
-			}
-			return nil, fmt.Errorf("ledgerpg: migrations have a gap before %03d_%s", m.version, m.name)
-		}
-	}
-	return out, nil
+	return ms, nil
 }
 
 // Migrate applies the ledger's migrations to DefaultSchema (`relayr
@@ -126,20 +90,20 @@ func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error
 		if v > len(migrations) {
 			return fmt.Errorf("ledgerpg: schema %q has migration %03d_%s, newer than this relayr's", schema, v, name)
 		}
-		if migrations[v-1].name != name {
-			return fmt.Errorf("ledgerpg: schema %q applied %03d_%s where this relayr has %03d_%s", schema, v, name, v, migrations[v-1].name)
+		if migrations[v-1].Name != name {
+			return fmt.Errorf("ledgerpg: schema %q applied %03d_%s where this relayr has %03d_%s", schema, v, name, v, migrations[v-1].Name)
 		}
 	}
 	for _, m := range migrations {
-		if _, ok := applied[m.version]; ok {
+		if _, ok := applied[m.Version]; ok {
 			continue
 		}
 		// Simple protocol: a migration file may hold many statements.
-		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.Version, m.Name, mapError(ctx, err))
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO relayr_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+		if _, err := tx.Exec(ctx, `INSERT INTO relayr_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.Version, m.Name, mapError(ctx, err))
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -19,8 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -111,50 +109,16 @@ func (l *Ledger) Close() error {
 	return errors.Join(l.r.Close(), l.w.Close())
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
-
-// loadMigrations reads dir's NNN_name.up.sql files and refuses a set with a
-// gap, a duplicate version or a stray file.
-func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+// loadMigrations reads the embedded migrations (ledger.LoadMigrations).
+func loadMigrations(fsys fs.FS, dir string) ([]ledger.Migration, error) {
+	ms, err := ledger.LoadMigrations(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("ledgersqlite: migrations: %w", err)
+		return nil, fmt.Errorf("ledgersqlite: %w", err)
 	}
-	var out []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("ledgersqlite: migration %q is not named NNN_name.up.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("ledgersqlite: migration %s: %w", e.Name(), err)
-		}
-		out = append(out, migration{version: v, name: m[2], sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			if i > 0 && out[i-1].version == m.version {
-				return nil, fmt.Errorf("ledgersqlite: migration %03d appears twice", m.version)
-			}
-			return nil, fmt.Errorf("ledgersqlite: migrations have a gap before %03d_%s", m.version, m.name)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("ledgersqlite: no migrations")
-	}
-	return out, nil
+	return ms, nil
 }
 
-func migrate(ctx context.Context, db *sql.DB, migrations []migration) error {
+func migrate(ctx context.Context, db *sql.DB, migrations []ledger.Migration) error {
 	// BEGIN IMMEDIATE: two processes opening one file migrate in turn.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -173,12 +137,12 @@ func migrate(ctx context.Context, db *sql.DB, migrations []migration) error {
 		return fmt.Errorf("ledgersqlite: the file's schema (%d) is newer than this relayr's (%d)", current, len(migrations))
 	}
 	for _, m := range migrations[current:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("ledgersqlite: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("ledgersqlite: migration %03d_%s: %w", m.Version, m.Name, mapError(ctx, err))
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, time.Now().UnixNano()); err != nil {
-			return fmt.Errorf("ledgersqlite: migration %03d_%s: %w", m.version, m.name, mapError(ctx, err))
+			m.Version, m.Name, time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("ledgersqlite: migration %03d_%s: %w", m.Version, m.Name, mapError(ctx, err))
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/eventlog"
@@ -196,35 +194,9 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 		t.Fatalf("%d migration rows after opening twice, want %d", n, len(ms))
 	}
 	// The statements themselves are safe to run again.
-	_, err = l.w.ExecContext(t.Context(), ms[0].sql)
+	_, err = l.w.ExecContext(t.Context(), ms[0].SQL)
 	must(t, err)
 	must(t, l.Ping(t.Context()))
-}
-
-func TestLoadMigrationsRefusesABadSet(t *testing.T) {
-	file := &fstest.MapFile{Data: []byte("SELECT 1;")}
-	cases := map[string]struct {
-		files fstest.MapFS
-		want  string
-	}{
-		"gap":       {fstest.MapFS{"m/001_a.up.sql": file, "m/003_c.up.sql": file}, "gap"},
-		"duplicate": {fstest.MapFS{"m/001_a.up.sql": file, "m/002_b.up.sql": file, "m/002_c.up.sql": file}, "twice"},
-		"stray":     {fstest.MapFS{"m/001_a.up.sql": file, "m/notes.txt": file}, "not named"},
-		"first":     {fstest.MapFS{"m/002_b.up.sql": file}, "gap"},
-		"empty":     {fstest.MapFS{"m/.keep": file}, "not named"},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := loadMigrations(c.files, "m")
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want one saying %q", err, c.want)
-			}
-		})
-	}
-	ms, err := loadMigrations(fstest.MapFS{"m/001_a.up.sql": file, "m/002_b.up.sql": file}, "m")
-	if err != nil || len(ms) != 2 || ms[1].name != "b" {
-		t.Fatalf("a good set: %+v %v", ms, err)
-	}
 }
 
 func TestMapError(t *testing.T) {
