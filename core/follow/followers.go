@@ -171,7 +171,10 @@ func (fs *Followers) start(b binding.Binding) {
 			// A stopped follower is counted, so an operator sees it
 			// without reading logs (ADR-0015's consequences).
 			fs.m.Add(metrics.FollowersStopped, 1, metrics.Labels{"tenant": b.Tenant, "workspace": b.Workspace, "kind": string(ledger.TrackerFollower)})
-			fs.logger.Error("tracker follower stopped", "binding", b.Name(), "err", err)
+			fs.logger.Error("tracker follower stopped", "binding", b.Name(), "err", err, "reopen_after", fs.opts.ReopenAfter)
+			if fs.opts.ReopenAfter > 0 && clock.Sleep(fs.ctx, fs.clock, fs.opts.ReopenAfter) == nil {
+				fs.start(b) // from its cursor, as Open would
+			}
 		}
 	}()
 }

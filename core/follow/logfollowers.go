@@ -170,7 +170,10 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 		lf.mu.Unlock()
 		if err != nil {
 			lf.c.Metrics.Add(metrics.FollowersStopped, 1, metrics.Labels{"tenant": f.Tenant, "workspace": f.Workspace, "kind": string(ledger.LogFollower)})
-			lf.c.Logger.Error("log follower stopped", "tenant", f.Tenant, "workspace", f.Workspace, "name", f.Name, "err", err)
+			lf.c.Logger.Error("log follower stopped", "tenant", f.Tenant, "workspace", f.Workspace, "name", f.Name, "err", err, "reopen_after", lf.opts.ReopenAfter)
+			if lf.opts.ReopenAfter > 0 && clock.Sleep(lf.ctx, lf.c.Clock, lf.opts.ReopenAfter) == nil {
+				lf.start(f, sub) // from its cursor, as Follow would
+			}
 		}
 	}()
 }

@@ -77,9 +77,13 @@ func newLogEnv(t *testing.T, sub follow.Subscription, holder string) *logEnv {
 	return e
 }
 
-func (e *logEnv) followers(holder string, sub follow.Subscription) *follow.LogFollowers {
+func (e *logEnv) followers(holder string, sub follow.Subscription, opts ...follow.Options) *follow.LogFollowers {
+	var o follow.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	lf := follow.NewLogFollowers(follow.LogConfig{
-		Ledger: e.led, Log: e.log, Metrics: e.m, Logger: slog.New(slog.DiscardHandler), Holder: holder,
+		Ledger: e.led, Log: e.log, Metrics: e.m, Logger: slog.New(slog.DiscardHandler), Holder: holder, Options: o,
 		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
 			if f.Name == "unknown" {
 				return follow.Subscription{}, errors.New("no such subscription")
@@ -144,6 +148,7 @@ func TestLogFollower(t *testing.T) {
 		{"PublishesWhatItsProjectionSelects", logProjectionSelects},
 		{"DeadLettersOncePerSequence", logDeadLettersOnce},
 		{"RefusedPublishStopsAndDeadLettersNothing", logRefusedPublishStops},
+		{"AStoppedFollowerIsFollowedAgainAfterReopenAfter", logReopenedAfter},
 		{"TypeTheSinkDoesNotAcceptStops", logUnknownTypeStops},
 		{"StorageFailureStops", logStorageFailureStops},
 		{"CursorSavedAfterEvery500ThatBridgeNothing", logQuietCursor},
@@ -380,5 +385,31 @@ func logNotify(t *testing.T) {
 	synctest.Wait()
 	if got := s.got(); len(got) != 1 {
 		t.Fatalf("sink got %v without time passing, want the notified entry", got)
+	}
+}
+
+func logReopenedAfter(t *testing.T) {
+	s := newSink()
+	s.setFail(func(ev eventlog.Event) error {
+		if ev.Seq == 3 {
+			return errors.New("the disk is full")
+		}
+		return nil
+	})
+	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e.lf = e.followers("a", e.sub, follow.Options{ReopenAfter: time.Minute})
+	e.appendN(5, "app:thing")
+	e.follow()
+	if !errors.Is(e.lf.Stopped(e.f), follow.ErrStopped) {
+		t.Fatalf("Stopped %v, want a stop", e.lf.Stopped(e.f))
+	}
+	s.setFail(nil)
+	e.wait(30 * time.Second)
+	if len(s.got()) != 2 {
+		t.Fatalf("sink got %d before ReopenAfter passed, want 2", len(s.got()))
+	}
+	e.wait(31 * time.Second)
+	if len(s.got()) != 5 || e.lf.Stopped(e.f) != nil {
+		t.Fatalf("sink got %d after ReopenAfter, stopped %v; want all 5 and running", len(s.got()), e.lf.Stopped(e.f))
 	}
 }

@@ -60,6 +60,11 @@ type Options struct {
 	// SettleAfter is how long after an item's last change a read finds its
 	// comments settled (see DefaultSettleAfter).
 	SettleAfter time.Duration
+	// ReopenAfter, when set, opens a stopped follower again that long after
+	// it stopped, as Open would: a service has no one to open a workspace,
+	// and a storage failure that passes must not stop the reading for good.
+	// Zero (the seeds' rule) leaves a stopped follower stopped until Open.
+	ReopenAfter time.Duration
 	// Jitter answers the jitter added to a 429's Retry-After, in
 	// [0, MaxJitter); a uniform random draw when nil.
 	Jitter func(max time.Duration) time.Duration

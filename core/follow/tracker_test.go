@@ -64,6 +64,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
 		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
 		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
+		{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
 		{"DeliverChecksTheSignatureBeforeTheSwitch", deliverSignatureFirst},
 		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
 		{"IDsAreDerivedAsADR0036Says", idsDerived},
@@ -971,4 +972,28 @@ func olderVersionReadLate(t *testing.T) {
 	e.fake.AnswerStaleOnce(old)
 	e.poll()
 	e.wantEvents(1)
+}
+
+// A service sets ReopenAfter: a follower stopped by a failure that passes
+// reads again from its cursor, and what it had not published is published.
+func reopenedAfter(t *testing.T) {
+	e := newEnv(t, withOptions(follow.Options{ReopenAfter: time.Minute}))
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
+		t.Fatal(err)
+	}
+	e.log.set(errDisk, nil)
+	e.poll()
+	if err := e.fs.Stopped(tenant, workspace); !errors.Is(err, follow.ErrStopped) {
+		t.Fatalf("Stopped: %v, want a stop", err)
+	}
+	e.log.set(nil, nil) // the disk is back
+	e.after(30 * time.Second)
+	e.wantEvents(0) // still stopped: ReopenAfter has not passed
+	e.after(31 * time.Second)
+	e.wantEvents(1)
+	if err := e.fs.Stopped(tenant, workspace); err != nil {
+		t.Fatalf("still stopped: %v", err)
+	}
 }

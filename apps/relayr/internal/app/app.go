@@ -184,6 +184,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	fopts := follow.Options{
 		LeaseTTL: t.Lease.Duration, PollEvery: t.Poll.Duration, Lookback: t.Lookback.Duration,
 		SweepEvery: t.Sweep.Duration, Debounce: t.Debounce.Duration,
+		// The service opens a stopped follower again (docs/decisions.md).
+		ReopenAfter: t.ReopenAfter.Or(time.Minute),
 	}
 	fs := follow.New(follow.Config{
 		Ledger: store, Log: log, Connections: conns, Integrations: o.Integrations, Clock: o.Clock,

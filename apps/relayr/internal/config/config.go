@@ -74,6 +74,7 @@ type Timings struct {
 	Budget         int      `toml:"budget"`          // 40: requests a minute per tenant's key
 	CredentialsTTL Duration `toml:"credentials_ttl"` // 5m: credentials are asked again after
 	ShutdownGrace  Duration `toml:"shutdown_grace"`  // 25s: in-flight writes' time to finish on SIGTERM
+	ReopenAfter    Duration `toml:"reopen_after"`    // 1m: a stopped follower reads again after
 }
 
 // Tenant is one tenant: its API token and its trackers' credentials.
