@@ -85,7 +85,7 @@ fuzz-short:
 	bash scripts/fuzz.sh 30000x
 
 fuzz:
-	bash scripts/fuzz.sh 3000000x
+	bash scripts/fuzz.sh 300000x
 
 clean:
 	rm -rf bin

@@ -2,7 +2,7 @@
 # fuzz.sh runs every fuzz target in the repository for a while each:
 #
 #   scripts/fuzz.sh 30000x    # make test: a short run of each
-#   scripts/fuzz.sh 3000000x  # make fuzz
+#   scripts/fuzz.sh 300000x   # make fuzz
 #
 # Counts, not durations: with a duration, Go 1.26's fuzz coordinator can fail
 # a target with a bare "context deadline exceeded" as the time runs out,
