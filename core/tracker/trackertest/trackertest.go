@@ -94,6 +94,8 @@ var cases = []struct {
 	{"ABlankTitleIsRefused", blankTitle},
 	{"ACancelledContextFailsEveryCallAndFilesNothing", cancelled},
 	{"ConcurrentCreatesOfDistinctKeysAllLand", concurrentCreates},
+	{"ATrackerThatGuardsKeysAnswersASecondCreateWithTheFirstItem", guardedKeys},
+	{"ADescriptionReadsBackAsTheTrackerSaysItHoldsIt", heldDescription},
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -550,6 +552,47 @@ func concurrentCreates(t *testing.T, h Harness, key keyFn) {
 		got, err := h.Tracker.Find(ctxOf(t), key(string(rune('a'+i))))
 		if err != nil || got.Ref.ID != ids[i] {
 			t.Fatalf("Find of concurrent key %d: %v (got %s want %s)", i, err, got.Ref.ID, ids[i])
+		}
+	}
+}
+
+// guardedKeys: a tracker that says it guards keys (tracker.KeyGuard) answers
+// a second create under a key with *tracker.ExistsError naming the first
+// item, and files nothing; the write path skips its lookup on that word.
+func guardedKeys(t *testing.T, h Harness, key keyFn) {
+	g, ok := h.Tracker.(tracker.KeyGuard)
+	if !ok || !g.GuardsKeys() {
+		t.Skip("this tracker does not guard keys: its Find is the only lookup")
+	}
+	first := mustCreate(t, h, key("a"), tracker.Draft{Title: "first"})
+	_, err := h.Tracker.Create(ctxOf(t), key("a"), tracker.Draft{Title: "second"})
+	var ex *tracker.ExistsError
+	if !errors.As(err, &ex) || ex.ID != first.Ref.ID {
+		t.Fatalf("a second create: %v, want *tracker.ExistsError naming %s", err, first.Ref.ID)
+	}
+	got, err := h.Tracker.Find(ctxOf(t), key("a"))
+	if err != nil || got.Ref.ID != first.Ref.ID || got.Title != "first" {
+		t.Fatalf("after the refused create the key finds %+v (%v), want the first item", got.Ref, err)
+	}
+}
+
+// heldDescription: relayr records a description as the tracker will hold it
+// (tracker.DescriptionHolder, or as filed), and the follower compares what it
+// reads back with that record: the two must agree, or relayr's own
+// descriptions come back as people's changes.
+func heldDescription(t *testing.T, h Harness, key keyFn) {
+	for i, d := range []string{"A plain line", "<p>Some <b>HTML</b></p>", "Two\nlines"} {
+		want := d
+		if dh, ok := h.Tracker.(tracker.DescriptionHolder); ok {
+			want = dh.HoldsDescription(d)
+		}
+		made := mustCreate(t, h, key(string(rune('a'+i))), tracker.Draft{Title: "described", Description: d})
+		got, err := h.Tracker.Item(ctxOf(t), made.Ref.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Description != want {
+			t.Errorf("filed %q, reads back %q, but the tracker says it holds %q", d, got.Description, want)
 		}
 	}
 }
