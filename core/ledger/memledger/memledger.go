@@ -233,51 +233,27 @@ func (l *Ledger) LookupItem(ctx context.Context, tenant, workspace, itemID strin
 
 // SetValues implements ledger.Claims.
 func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]string) (map[string]string, error) {
-	if err := ledger.CheckKey(k); err != nil {
+	var previous map[string]string
+	err := l.changeValues(ctx, k, values, func(vs map[string]string) { previous = ledger.SetPending(vs, values) })
+	if err != nil {
 		return nil, err
 	}
-	if err := validate.Values(values); err != nil {
-		return nil, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer l.mu.Unlock()
-	c, ok := l.claims[k]
-	if !ok {
-		return nil, ledger.ErrNotFound
-	}
-	if c.Values == nil {
-		c.Values = map[string]string{}
-	}
-	return ledger.SetPending(c.Values, values), nil
+	return previous, nil
 }
 
 // RestoreValues implements ledger.Claims.
 func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, refused map[string]string) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := validate.Values(refused); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
-	defer l.mu.Unlock()
-	c, ok := l.claims[k]
-	if !ok {
-		return ledger.ErrNotFound
-	}
-	if c.Values == nil {
-		c.Values = map[string]string{}
-	}
-	ledger.RestorePending(c.Values, refused)
-	return nil
+	return l.changeValues(ctx, k, refused, func(vs map[string]string) { ledger.RestorePending(vs, refused) })
 }
 
 // ConsumeValues implements ledger.Claims.
 func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
+	return l.changeValues(ctx, k, values, func(vs map[string]string) { ledger.ConsumePending(vs, values) })
+}
+
+// changeValues applies change to the key's recorded values under the lock,
+// as the SQL stores do in one transaction.
+func (l *Ledger) changeValues(ctx context.Context, k ledger.Key, values map[string]string, change func(map[string]string)) error {
 	if err := ledger.CheckKey(k); err != nil {
 		return err
 	}
@@ -292,9 +268,10 @@ func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[str
 	if !ok {
 		return ledger.ErrNotFound
 	}
-	if c.Values != nil {
-		ledger.ConsumePending(c.Values, values)
+	if c.Values == nil {
+		c.Values = map[string]string{}
 	}
+	change(c.Values)
 	return nil
 }
 
