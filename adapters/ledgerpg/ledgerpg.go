@@ -754,18 +754,36 @@ func (l *Ledger) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, 
 		return ledger.Cursor{}, err
 	}
 	var (
-		c                  ledger.Cursor
-		updatedAt, sweptAt pgtype.Timestamptz
+		c                            ledger.Cursor
+		updatedAt, sweptAt, polledAt pgtype.Timestamptz
 	)
-	err := l.row(ctx, f.Tenant, l.followers(f).cursor, followerArgs(f), &updatedAt, &c.ItemID, &c.Seq, &c.Seeded, &sweptAt)
+	err := l.row(ctx, f.Tenant, l.followers(f).cursor, followerArgs(f), &updatedAt, &c.ItemID, &c.Seq, &c.Seeded, &sweptAt, &polledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Cursor{}, nil
 	}
 	if err != nil {
 		return ledger.Cursor{}, err
 	}
-	c.UpdatedAt, c.SweptAt = fromTS(updatedAt), fromTS(sweptAt)
+	c.UpdatedAt, c.SweptAt, c.PolledAt = fromTS(updatedAt), fromTS(sweptAt), fromTS(polledAt)
 	return c, nil
+}
+
+// Lease implements ledger.Followers.
+func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
+	if err := ledger.CheckFollower(f); err != nil {
+		return ledger.Lease{}, err
+	}
+	out := ledger.Lease{Follower: f}
+	var expires pgtype.Timestamptz
+	err := l.row(ctx, f.Tenant, l.followers(f).lease, followerArgs(f), &out.Holder, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return ledger.Lease{}, err
+	}
+	out.Expires = fromTS(expires)
+	return out, nil
 }
 
 // SaveCursor implements ledger.Followers: one upsert moves each part of the
@@ -775,7 +793,7 @@ func (l *Ledger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cur
 		return err
 	}
 	_, err := l.exec(ctx, f.Tenant, l.followers(f).saveCursor,
-		append(followerArgs(f), ts(c.UpdatedAt), c.ItemID, c.Seq, c.Seeded, ts(c.SweptAt))...)
+		append(followerArgs(f), ts(c.UpdatedAt), c.ItemID, c.Seq, c.Seeded, ts(c.SweptAt), ts(c.PolledAt))...)
 	return err
 }
 

@@ -12,7 +12,7 @@ type queries struct {
 }
 
 type followerQueries struct {
-	takeLease, renewLease, releaseLease, cursor, saveCursor, deadLetter, deadLetters string
+	takeLease, renewLease, releaseLease, lease, cursor, saveCursor, deadLetter, deadLetters string
 }
 
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
@@ -105,11 +105,12 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 			RETURNING holder`),
 		releaseLease: s(`UPDATE {s}.{f} SET holder = '', nonce = '', expires = NULL
 			WHERE ` + where + ` AND holder <> '' AND nonce = $4`),
-		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at FROM {s}.{f} WHERE ` + where),
+		lease:  s(`SELECT holder, expires FROM {s}.{f} WHERE ` + where),
+		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM {s}.{f} WHERE ` + where),
 		// Each part moves only forward: (updated_at, item_id) as a pair,
 		// seq, seeded and swept_at alone (ledger.Forward).
-		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (tenant, workspace, name) DO UPDATE SET
 				cursor_updated_at = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
 						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
@@ -119,7 +120,8 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 					THEN excluded.cursor_item_id ELSE f.cursor_item_id END,
 				cursor_seq = greatest(f.cursor_seq, excluded.cursor_seq),
 				seeded = f.seeded OR excluded.seeded,
-				swept_at = greatest(f.swept_at, excluded.swept_at)`),
+				swept_at = greatest(f.swept_at, excluded.swept_at),
+				polled_at = greatest(f.polled_at, excluded.polled_at)`),
 		deadLetter: s(`INSERT INTO {s}.{d} (tenant, workspace, name, event_id, seq, event, reason, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`),

@@ -682,7 +682,7 @@ type leaseRow struct {
 	expires       time.Time
 }
 
-func readLease(ctx context.Context, tx *sql.Tx, f ledger.Follower) (leaseRow, bool, error) {
+func readLease(ctx context.Context, tx queryer, f ledger.Follower) (leaseRow, bool, error) {
 	var (
 		r       leaseRow
 		expires sql.NullInt64
@@ -769,20 +769,34 @@ func (l *Ledger) ReleaseLease(ctx context.Context, f ledger.Follower, nonce stri
 
 func readCursor(ctx context.Context, q queryer, f ledger.Follower) (ledger.Cursor, error) {
 	var (
-		c                  ledger.Cursor
-		updatedAt, sweptAt sql.NullInt64
-		seeded             int
+		c                            ledger.Cursor
+		updatedAt, sweptAt, polledAt sql.NullInt64
+		seeded                       int
 	)
-	err := q.QueryRowContext(ctx, `SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at FROM `+followerTable(f)+`
-		WHERE tenant = ? AND workspace = ? AND name = ?`, f.Tenant, f.Workspace, f.Name).Scan(&updatedAt, &c.ItemID, &c.Seq, &seeded, &sweptAt)
+	err := q.QueryRowContext(ctx, `SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM `+followerTable(f)+`
+		WHERE tenant = ? AND workspace = ? AND name = ?`, f.Tenant, f.Workspace, f.Name).Scan(&updatedAt, &c.ItemID, &c.Seq, &seeded, &sweptAt, &polledAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Cursor{}, nil
 	}
 	if err != nil {
 		return ledger.Cursor{}, err
 	}
-	c.UpdatedAt, c.SweptAt, c.Seeded = fromNanos(updatedAt), fromNanos(sweptAt), seeded != 0
+	c.UpdatedAt, c.SweptAt, c.PolledAt, c.Seeded = fromNanos(updatedAt), fromNanos(sweptAt), fromNanos(polledAt), seeded != 0
 	return c, nil
+}
+
+// Lease implements ledger.Followers.
+func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
+	if err := ledger.CheckFollower(f); err != nil {
+		return ledger.Lease{}, err
+	}
+	out := ledger.Lease{Follower: f}
+	err := l.read(ctx, func(db *sql.DB) error {
+		r, _, err := readLease(ctx, db, f)
+		out.Holder, out.Expires = r.holder, r.expires
+		return err
+	})
+	return out, err
 }
 
 // Cursor implements ledger.Followers.
@@ -810,11 +824,12 @@ func (l *Ledger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cur
 			return err
 		}
 		next := ledger.Forward(saved, c)
-		_, err = tx.ExecContext(ctx, withTable(`INSERT INTO {table} (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err = tx.ExecContext(ctx, withTable(`INSERT INTO {table} (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, workspace, name) DO UPDATE SET cursor_updated_at = excluded.cursor_updated_at,
-				cursor_item_id = excluded.cursor_item_id, cursor_seq = excluded.cursor_seq, seeded = excluded.seeded, swept_at = excluded.swept_at`, followerTable(f)),
-			f.Tenant, f.Workspace, f.Name, nanos(next.UpdatedAt), next.ItemID, next.Seq, boolInt(next.Seeded), nanos(next.SweptAt))
+				cursor_item_id = excluded.cursor_item_id, cursor_seq = excluded.cursor_seq, seeded = excluded.seeded, swept_at = excluded.swept_at,
+				polled_at = excluded.polled_at`, followerTable(f)),
+			f.Tenant, f.Workspace, f.Name, nanos(next.UpdatedAt), next.ItemID, next.Seq, boolInt(next.Seeded), nanos(next.SweptAt), nanos(next.PolledAt))
 		return err
 	})
 }

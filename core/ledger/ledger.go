@@ -180,15 +180,17 @@ type LeaseParams struct {
 }
 
 // Cursor is where a follower is. A tracker follower's position is
-// (UpdatedAt, ItemID); a log follower's is Seq. Seeded and SweptAt belong to
-// tracker followers: whether the binding's first read is done, and when the
-// last full sweep ran.
+// (UpdatedAt, ItemID); a log follower's is Seq. Seeded, SweptAt and PolledAt
+// belong to tracker followers: whether the binding's first read is done,
+// when the last full sweep ran, and when the last poll completed (what an
+// operator reads a starved follower from, whichever replica polled).
 type Cursor struct {
 	UpdatedAt time.Time
 	ItemID    string
 	Seq       int64
 	Seeded    bool
 	SweptAt   time.Time
+	PolledAt  time.Time
 }
 
 // DeadLetter is an event a follower could not bridge, kept once per id.
@@ -315,11 +317,17 @@ type Followers interface {
 	// ReleaseLease gives the lease up at once if nonce still holds it;
 	// otherwise it changes nothing and fails with ErrNonce.
 	ReleaseLease(ctx context.Context, f Follower, nonce string) error
+	// Lease reads who holds a follower's lease and until when, for an
+	// operator; its Nonce is never answered. A lease nobody holds (never
+	// taken, released) reads with an empty Holder; one that lapsed still
+	// names its last holder, with Expires in the past.
+	Lease(ctx context.Context, f Follower) (Lease, error)
 	// Cursor reads a follower's cursor; a follower never saved reads as the
 	// zero Cursor.
 	Cursor(ctx context.Context, f Follower) (Cursor, error)
 	// SaveCursor moves a follower's cursor forward: a position before the
-	// saved one is ignored (Seeded and SweptAt only move forward too).
+	// saved one is ignored (Seeded, SweptAt and PolledAt only move forward
+	// too).
 	SaveCursor(ctx context.Context, f Follower, c Cursor) error
 	// DeadLetter keeps an event once per id; a second call with the same id
 	// changes nothing and answers false.
@@ -400,8 +408,8 @@ func CheckFollower(f Follower) error {
 }
 
 // Forward merges c into the saved cursor as SaveCursor does, moving each
-// part only forward: the (UpdatedAt, ItemID) position, Seq, Seeded and
-// SweptAt. Every store applies this one rule.
+// part only forward: the (UpdatedAt, ItemID) position, Seq, Seeded,
+// SweptAt and PolledAt. Every store applies this one rule.
 func Forward(saved, c Cursor) Cursor {
 	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && c.ItemID > saved.ItemID) {
 		saved.UpdatedAt, saved.ItemID = c.UpdatedAt, c.ItemID
@@ -412,6 +420,9 @@ func Forward(saved, c Cursor) Cursor {
 	saved.Seeded = saved.Seeded || c.Seeded
 	if c.SweptAt.After(saved.SweptAt) {
 		saved.SweptAt = c.SweptAt
+	}
+	if c.PolledAt.After(saved.PolledAt) {
+		saved.PolledAt = c.PolledAt
 	}
 	return saved
 }

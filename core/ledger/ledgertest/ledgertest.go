@@ -759,8 +759,46 @@ var _ = add("CursorOfAFollowerNeverSavedIsZero", func(t *testing.T, l ledger.Led
 })
 
 func sameCursor(a, b ledger.Cursor) bool {
-	return a.UpdatedAt.Equal(b.UpdatedAt) && a.ItemID == b.ItemID && a.Seq == b.Seq && a.Seeded == b.Seeded && a.SweptAt.Equal(b.SweptAt)
+	return a.UpdatedAt.Equal(b.UpdatedAt) && a.ItemID == b.ItemID && a.Seq == b.Seq && a.Seeded == b.Seeded &&
+		a.SweptAt.Equal(b.SweptAt) && a.PolledAt.Equal(b.PolledAt)
 }
+
+var _ = add("PolledAtOnlyMovesForwardAndLeavesThePositionAlone", func(t *testing.T, l ledger.Ledger) {
+	f := follower(ledger.TrackerFollower)
+	mustNil(t, l.SaveCursor(t.Context(), f, ledger.Cursor{UpdatedAt: t0, ItemID: "b", Seeded: true}))
+	for _, at := range []time.Time{t0.Add(time.Minute), t0, t0.Add(2 * time.Minute), {}} {
+		mustNil(t, l.SaveCursor(t.Context(), f, ledger.Cursor{PolledAt: at}))
+	}
+	got, err := l.Cursor(t.Context(), f)
+	mustNil(t, err)
+	if want := (ledger.Cursor{UpdatedAt: t0, ItemID: "b", Seeded: true, PolledAt: t0.Add(2 * time.Minute)}); !sameCursor(got, want) {
+		t.Fatalf("cursor %+v, want %+v", got, want)
+	}
+})
+
+var _ = add("LeaseReadsItsHolderAndExpiryButNeverItsNonce", func(t *testing.T, l ledger.Ledger) {
+	f := follower(ledger.TrackerFollower)
+	none, err := l.Lease(t.Context(), f)
+	mustNil(t, err)
+	if none.Holder != "" || !none.Expires.IsZero() || none.Follower != f {
+		t.Fatalf("a lease never taken reads %+v", none)
+	}
+	taken, err := take(l, t.Context(), f, "replica-1", t0)
+	mustNil(t, err)
+	read, err := l.Lease(t.Context(), f)
+	mustNil(t, err)
+	if read.Holder != "replica-1" || !read.Expires.Equal(t0.Add(leaseTTL)) || read.Nonce != "" {
+		t.Fatalf("lease reads %+v, want replica-1 until %v and no nonce", read, t0.Add(leaseTTL))
+	}
+	mustNil(t, l.ReleaseLease(t.Context(), f, taken.Nonce))
+	read, err = l.Lease(t.Context(), f)
+	mustNil(t, err)
+	if read.Holder != "" {
+		t.Fatalf("a released lease reads %+v", read)
+	}
+	_, err = l.Lease(t.Context(), ledger.Follower{Kind: "bogus", Tenant: "acme", Workspace: "ops", Name: "x"})
+	mustIs(t, err, ledger.ErrInvalid)
+})
 
 var _ = add("CursorOnlyMovesForward", func(t *testing.T, l ledger.Ledger) {
 	f := follower(ledger.TrackerFollower)
@@ -1048,6 +1086,7 @@ var _ = add("CancelledContextFailsAndChangesNothing", func(t *testing.T, l ledge
 			return l.SnapshotIDs(ctx, "acme", "ops", func(string) bool { return true })
 		},
 		"TakeLease":  func() error { _, err := take(l, ctx, f, "replica-1", t0); return err },
+		"Lease":      func() error { _, err := l.Lease(ctx, f); return err },
 		"SaveCursor": func() error { return l.SaveCursor(ctx, f, ledger.Cursor{Seq: 1}) },
 		"DeadLetter": func() error {
 			_, err := l.DeadLetter(ctx, deadLetter(ledger.LogFollower, "1", t0))

@@ -444,6 +444,22 @@ func (l *Ledger) ReleaseLease(ctx context.Context, f ledger.Follower, nonce stri
 	return nil
 }
 
+// Lease implements ledger.Followers.
+func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
+	if err := ledger.CheckFollower(f); err != nil {
+		return ledger.Lease{}, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return ledger.Lease{}, err
+	}
+	defer l.mu.Unlock()
+	out := ledger.Lease{Follower: f}
+	if row := l.followers[f]; row != nil {
+		out.Holder, out.Expires = row.holder, row.expires
+	}
+	return out, nil
+}
+
 // Cursor implements ledger.Followers.
 func (l *Ledger) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, error) {
 	if err := ledger.CheckFollower(f); err != nil {
