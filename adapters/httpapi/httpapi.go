@@ -85,8 +85,11 @@ type Config struct {
 	Ledger       Pinger
 	// Tokens maps each bearer token to its tenant.
 	Tokens map[string]string
-	// OperatorToken guards /metrics ("" leaves /metrics closed).
+	// OperatorToken guards /metrics and the status ("" leaves them
+	// closed).
 	OperatorToken string
+	// Status answers GET /relayr/v1/status (a 503 when nil).
+	Status StatusSource
 	// Metrics serves /metrics (the app's Prometheus handler).
 	Metrics  http.Handler
 	Counters metrics.Metrics // Discard when nil
@@ -143,6 +146,7 @@ func (a *API) routes() []route {
 		{Route{http.MethodGet, "/healthz", true}, a.healthz},
 		{Route{http.MethodGet, "/readyz", true}, a.readyz},
 		{Route{http.MethodGet, "/metrics", false}, a.metrics},
+		{Route{http.MethodGet, "/relayr/v1/status", false}, a.status},
 		{Route{http.MethodGet, "/relayr/v1/openapi.json", true}, a.openapi},
 	}
 }
@@ -383,11 +387,31 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (a *API) metrics(w http.ResponseWriter, r *http.Request) {
+// operator checks the operator's bearer token in constant time: 401
+// without it or with a wrong one, 403 with a tenant's (a tenant's token
+// reaches nothing that spans tenants). It writes the error and answers
+// false when the caller is not the operator.
+func (a *API) operator(w http.ResponseWriter, r *http.Request, what string) bool {
 	tok, ok := bearer(r)
 	sum := sha256.Sum256([]byte(tok))
-	if a.c.Metrics == nil || a.op == ([32]byte{}) || !ok || subtle.ConstantTimeCompare(sum[:], a.op[:]) != 1 {
-		writeError(w, http.StatusUnauthorized, "unauthorized", "metrics take the operator token", 0)
+	if ok && a.op != ([32]byte{}) && subtle.ConstantTimeCompare(sum[:], a.op[:]) == 1 {
+		return true
+	}
+	if _, isTenant := a.tenantOfToken(tok); ok && isTenant {
+		writeError(w, http.StatusForbidden, "not_allowed", what+" take the operator token, not a tenant's", 0)
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="relayr"`)
+	writeError(w, http.StatusUnauthorized, "unauthorized", what+" take the operator token", 0)
+	return false
+}
+
+func (a *API) metrics(w http.ResponseWriter, r *http.Request) {
+	if !a.operator(w, r, "metrics") {
+		return
+	}
+	if a.c.Metrics == nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "no metrics are served", 0)
 		return
 	}
 	a.c.Metrics.ServeHTTP(w, r)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/integrations"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
@@ -83,7 +86,13 @@ func newEnv(t *testing.T) *env {
 	log := eventlog.NewNotifying(led)
 	wk := &waker{}
 	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m})
+	bud := budget.New(clk, 40)
+	fs := follow.New(follow.Config{Ledger: led, Log: log, Connections: conns, Integrations: sw, Clock: clk, Budget: bud, Holder: "replica-1"})
 	api := httpapi.New(httpapi.Config{
+		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
+			bs, err := fs.Status(ctx)
+			return httpapi.StatusReport{Holder: fs.Holder(), Now: clk.Now(), Bindings: bs, Budgets: bud.Status()}, err
+		}),
 		Writes: w, Log: log, Connections: conns, Integrations: sw, Waker: wk, Ledger: led,
 		Tokens:        map[string]string{tokenA: "acme", tokenB: "globex"},
 		OperatorToken: opTok,
@@ -222,7 +231,7 @@ func TestWriteAPI(t *testing.T) {
 			{"Deleted", func(e *env) {
 				e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t"})
 				_ = e.fake.Delete(context.Background(), e.fake.ItemsByKey("k")[0].Ref.ID)
-			}, httpapi.EnsureRequest{Key: "k", Title: "t"}, 410, "deleted", false},
+			}, httpapi.EnsureRequest{Key: "k", Title: "t", Live: true}, 410, "deleted", false},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				e := newEnv(t)
@@ -307,7 +316,11 @@ func TestAuth(t *testing.T) {
 		{"AnotherTenantsToken", ws + "/events", tokenB, 403, "not_allowed"},
 		{"AnotherTenantsTokenOnWrites", ws + "/items/ensure", tokenB, 403, "not_allowed"},
 		{"OperatorTokenIsNoTenantToken", ws + "/events", opTok, 401, "unauthorized"},
-		{"MetricsWithoutTheOperatorToken", "/metrics", tokenA, 401, "unauthorized"},
+		{"MetricsWithATenantsToken", "/metrics", tokenA, 403, "not_allowed"},
+		{"MetricsWithoutAToken", "/metrics", "", 401, "unauthorized"},
+		{"StatusWithATenantsToken", "/relayr/v1/status", tokenA, 403, "not_allowed"},
+		{"StatusWithoutAToken", "/relayr/v1/status", "", 401, "unauthorized"},
+		{"StatusWithAWrongToken", "/relayr/v1/status", "operator-token?", 401, "unauthorized"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -328,6 +341,74 @@ func TestAuth(t *testing.T) {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 	})
+}
+
+func TestStatus(t *testing.T) {
+	e := newEnv(t)
+	// A lease held by another replica and a poll it completed.
+	f := ledger.Follower{Kind: ledger.TrackerFollower, Tenant: "acme", Workspace: "ops", Name: "fake"}
+	if _, err := e.ledger.TakeLease(context.Background(), ledger.LeaseParams{Follower: f, Holder: "replica-2", Now: t0, TTL: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ledger.SaveCursor(context.Background(), f, ledger.Cursor{Seeded: true, PolledAt: t0.Add(-2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", "/relayr/v1/status", opTok, nil)
+	if r.status != 200 {
+		t.Fatalf("status %d %s", r.status, r.body)
+	}
+	var rep httpapi.StatusReport
+	if err := json.Unmarshal(r.body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Holder != "replica-1" || len(rep.Bindings) != 3 {
+		t.Fatalf("report %+v, want this replica and the three bindings", rep)
+	}
+	ops := rep.Bindings[1] // acme/dev, acme/ops, globex/ops
+	if ops.Tenant != "acme" || ops.Workspace != "ops" || ops.Holder != "replica-2" || ops.HeldHere ||
+		!ops.LeaseExpires.Equal(t0.Add(30*time.Second)) || ops.LagSeconds != 120 || !ops.Late || ops.IntervalSeconds != 30 {
+		t.Fatalf("acme/ops %+v, want replica-2's lease and a poll two minutes ago, late", ops)
+	}
+	// Nothing in the report is a secret: no token, no key, no webhook
+	// secret.
+	for _, s := range []string{tokenA, tokenB, opTok, secret, `"k"`, "k2", "other"} {
+		if bytes.Contains(r.body, []byte(s)) {
+			t.Fatalf("the status holds %q: %s", s, r.body)
+		}
+	}
+}
+
+func TestOpenAPIDescribesTheStatusAsItIs(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(httpapi.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for schema, v := range map[string]any{
+		"StatusReport": httpapi.StatusReport{}, "BindingStatus": follow.BindingStatus{}, "KeyStatus": budget.KeyStatus{},
+		"EnsureRequest": httpapi.EnsureRequest{}, "UpdateRequest": httpapi.UpdateRequest{},
+	} {
+		props := doc.Components.Schemas[schema].Properties
+		typ := reflect.TypeOf(v)
+		fields := map[string]bool{}
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			fields[name] = true
+			if _, ok := props[name]; !ok {
+				t.Errorf("%s.%s is answered but not documented", schema, name)
+			}
+		}
+		for name := range props {
+			if !fields[name] {
+				t.Errorf("%s.%s is documented but not answered", schema, name)
+			}
+		}
+	}
 }
 
 func TestHealth(t *testing.T) {

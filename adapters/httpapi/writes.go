@@ -19,6 +19,10 @@ type EnsureRequest struct {
 	State       tracker.State `json:"state,omitempty"`
 	Labels      []string      `json:"labels,omitempty"`
 	Correlation string        `json:"correlation,omitempty"`
+	// Live reads a key already filed from the tracker before answering it
+	// (one request); without it the answer comes from the ledger, and a
+	// retry costs the tracker nothing.
+	Live bool `json:"live,omitempty"`
 }
 
 // UpdateRequest edits the item filed under a key; a field left out is left
@@ -30,6 +34,10 @@ type UpdateRequest struct {
 	State       *tracker.State `json:"state,omitempty"`
 	Labels      *[]string      `json:"labels,omitempty"`
 	Correlation string         `json:"correlation,omitempty"`
+	// Live reads the item first and sends what differs from what the
+	// tracker holds; without it relayr compares with what it knows, reads
+	// only what it doesn't, and an edit that changes nothing sends nothing.
+	Live bool `json:"live,omitempty"`
 }
 
 // CommentRequest comments once by key on the item filed under ItemKey.
@@ -106,7 +114,7 @@ func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
 	res, err := a.c.Writes.EnsureItem(r.Context(), writes.EnsureParams{
 		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
 		Draft:       tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
-		Correlation: correlation(r, req.Correlation),
+		Correlation: correlation(r, req.Correlation), Live: req.Live,
 	})
 	if err != nil {
 		writeWriteError(w, err)
@@ -131,7 +139,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	it, err := a.c.Writes.Update(r.Context(), writes.UpdateParams{
 		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
 		Patch:       tracker.Patch{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
-		Correlation: correlation(r, req.Correlation),
+		Correlation: correlation(r, req.Correlation), Live: req.Live,
 	})
 	if err != nil {
 		writeWriteError(w, err)

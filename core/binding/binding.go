@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -61,6 +62,11 @@ type Connections struct {
 	// TTL is how long credentials are used before they are asked for
 	// again (CredentialsTTL by default). Set it before first use.
 	TTL time.Duration
+	// Budget, when set, hears every call's outcome for the binding's key
+	// (its 429s, and a streak of them). The requests themselves are
+	// counted by the context the caller passes (budget.Writing, Floor,
+	// Spare), which a connection's reads are made with too.
+	Budget *budget.Budget
 
 	clock clock.Clock
 	creds tracker.CredentialStore
@@ -153,15 +159,25 @@ func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (trac
 	return tr, nil
 }
 
-// Do calls fn with the binding's tracker. When the tracker refuses the key,
-// the credentials are asked for again at once and fn is called once more
+// Do calls fn with ctx and the binding's tracker, connecting with ctx when
+// the binding has no tracker yet, so a budget's metered context counts the
+// connection's reads with the call's. When the tracker refuses the key, the
+// credentials are asked for again at once and fn is called once more
 // (ADR-0033).
-func (cs *Connections) Do(ctx context.Context, b Binding, fn func(tracker.Tracker) error) error {
+func (cs *Connections) Do(ctx context.Context, b Binding, fn func(ctx context.Context, tr tracker.Tracker) error) error {
+	err := cs.do(ctx, b, fn)
+	if cs.Budget != nil {
+		cs.Budget.Observe(b.BudgetKey(), err)
+	}
+	return err
+}
+
+func (cs *Connections) do(ctx context.Context, b Binding, fn func(ctx context.Context, tr tracker.Tracker) error) error {
 	tr, err := cs.Tracker(ctx, b)
 	if err != nil {
 		return err
 	}
-	err = fn(tr)
+	err = fn(ctx, tr)
 	if !errors.Is(err, tracker.ErrUnauthorized) {
 		return err
 	}
@@ -169,7 +185,7 @@ func (cs *Connections) Do(ctx context.Context, b Binding, fn func(tracker.Tracke
 	if err2 != nil {
 		return errors.Join(err, err2)
 	}
-	return fn(tr)
+	return fn(ctx, tr)
 }
 
 // LastCredentials answers the credentials the binding last asked for,

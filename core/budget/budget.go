@@ -1,14 +1,40 @@
-// Package budget shares a tracker key's requests between runs' writes and the
-// followers' polls (ADR-0036, "The budget"): 40 requests a minute per tenant's
-// key per process by default. Writes spend it and are never held back; polls
-// take only what is left.
+// Package budget shares a tenant's tracker key between runs' writes and the
+// followers' reads (ADR-0036, "The budget"): 40 requests a minute per key by
+// default.
+//
+// Every request sent with a key is counted, whatever sends it: the budget
+// hands out contexts (Writing, Floor, Spare) whose httptrace hook counts
+// each request the tracker adapter writes, connection reads, lookups and
+// comment reads included (a tracker that sends no HTTP of its own counts
+// through tracker.Sent). Three uses share the key:
+//
+//   - Writes spend and are never held back (the ADR's rule, kept).
+//   - A binding's scheduled poll is its floor: whatever writes spend, every
+//     followed binding completes one poll per interval. Floor requests wait
+//     only for the key's pacer, which spreads the followers' requests
+//     evenly over the minute and keeps them alone within the limit; where a
+//     key has more bindings than the limit can poll once an interval, their
+//     interval stretches evenly (Interval). This departs from the ADR, whose
+//     polls take only what is left: a rule that writes all day starved them
+//     (docs/decisions.md).
+//   - Everything else a follower reads (a nudged poll, a sweep ahead of its
+//     day, a first read's further pages) takes only what is left after the
+//     writes and the floor (Spare), as the ADR has it.
 package budget
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptrace"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // Defaults of the seeds.
@@ -17,78 +43,509 @@ const (
 	DefaultLimit = 40
 	// Window is the budget's minute.
 	Window = time.Minute
+	// StreakWarn is how many 429s or unavailable answers in a row make a
+	// streak worth a warning.
+	StreakWarn = 3
 )
 
 // Budget counts requests per key (a tenant's tracker key) over a sliding
-// minute. It is safe for concurrent use.
+// minute and paces the followers' reads. It is safe for concurrent use.
 type Budget struct {
-	clock clock.Clock
-	limit int
+	clock  clock.Clock
+	limit  int
+	logger *slog.Logger
+	m      metrics.Metrics
 
-	mu    sync.Mutex
-	spent map[string][]time.Time
+	mu   sync.Mutex
+	keys map[string]*account
+}
+
+// account is one key's minute.
+type account struct {
+	writes []time.Time // requests of writes in the window, oldest first
+	reads  []time.Time // requests of followers in the window, oldest first
+	// tat is the pacer's theoretical arrival time (GCRA): the followers'
+	// next request is due at tat, and may come up to the burst before it.
+	tat time.Time
+	// followed are the bindings polling with this key, by name, with
+	// their poll interval.
+	followed map[string]time.Duration
+	// extra is the most requests one follower call sent beyond the one it
+	// was paced for (a connection's reads): the pacer keeps that much room
+	// under the limit, so no call's further requests pass it. It starts at
+	// assumedExtra, before any call was seen.
+	extra int
+	// reserved is what calls under way may still send beyond the one
+	// they were paced for (each reserves extra at admission and gives
+	// back what it did not send when it is done).
+	reserved int
+	// The floor's queue: tickets are admitted in the order they were
+	// taken, so no follower starves while others poll (nextTicket is the
+	// next to hand out, serving the one admitted next, abandoned those
+	// whose caller gave up, turn closed when serving moves).
+	nextTicket, serving uint64
+	abandoned           map[uint64]bool
+	turn                chan struct{}
+
+	limited     int64 // 429s received
+	spareDenied int64 // spare requests refused for want of budget
+	streak      int   // 429s or unavailable answers in a row
+	streakWhat  string
+}
+
+// Options tune a Budget beyond its limit.
+type Options struct {
+	// Logger says when a key's tracker answers 429 or is unavailable in a
+	// streak, and when it recovers (slog.Default() when nil).
+	Logger *slog.Logger
+	// Metrics counts 429s and refused spare requests (Discard when nil).
+	Metrics metrics.Metrics
 }
 
 // New returns a budget of limit requests a minute per key (DefaultLimit when
 // limit is 0 or less).
-func New(c clock.Clock, limit int) *Budget {
+func New(c clock.Clock, limit int) *Budget { return NewWith(c, limit, Options{}) }
+
+// NewWith returns a budget as New does, with options.
+func NewWith(c clock.Clock, limit int, o Options) *Budget {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	return &Budget{clock: c, limit: limit, spent: map[string][]time.Time{}}
+	if c == nil {
+		c = clock.System{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.Discard{}
+	}
+	return &Budget{clock: c, limit: limit, logger: o.Logger, m: o.Metrics, keys: map[string]*account{}}
 }
 
 // Limit answers the requests a key may make per minute.
 func (b *Budget) Limit() int { return b.limit }
 
-// prune drops spends older than the window; b.mu is held.
-func (b *Budget) prune(key string, now time.Time) []time.Time {
-	s := b.spent[key]
+// spacing is the pacer's gap between two follower requests: the minute
+// spread evenly over the limit.
+func (b *Budget) spacing() time.Duration { return Window / time.Duration(b.limit) }
+
+// burst is how far ahead of its spacing the pacer lets requests go, so a
+// poll's page and its few comment reads need not wait for each other: a
+// tenth of the limit's requests back to back.
+func (b *Budget) burst() time.Duration {
+	return time.Duration(max(1, b.limit/10)-1) * b.spacing()
+}
+
+// account answers the key's account, pruned to the window; b.mu is held.
+func (b *Budget) account(key string, now time.Time) *account {
+	a, ok := b.keys[key]
+	if !ok {
+		a = &account{followed: map[string]time.Duration{}, abandoned: map[uint64]bool{}, turn: make(chan struct{}), extra: assumedExtra}
+		b.keys[key] = a
+	}
+	a.writes = prune(a.writes, now)
+	a.reads = prune(a.reads, now)
+	return a
+}
+
+func prune(s []time.Time, now time.Time) []time.Time {
 	cut := 0
 	for cut < len(s) && !s[cut].After(now.Add(-Window)) {
 		cut++
 	}
-	s = s[cut:]
-	if len(s) == 0 {
-		delete(b.spent, key)
-	} else {
-		b.spent[key] = s
+	if cut == 0 {
+		return s
 	}
-	return s
+	return append(s[:0], s[cut:]...)
 }
 
 // Spend counts n requests of a write. A write is never held back, so Spend
 // counts them even past the limit (ADR-0036: "writes spend it and are never
-// held back").
+// held back"). Writing counts them as they are sent; Spend is for a caller
+// that counts them itself.
 func (b *Budget) Spend(key string, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	s := b.prune(key, now)
+	a := b.account(key, now)
 	for range n {
-		s = append(s, now)
+		a.writes = append(a.writes, now)
 	}
-	b.spent[key] = s
 }
 
-// Take takes one request for a poll if the minute has one left, and answers
-// whether it did (ADR-0036: "polls take only what is left").
+// Take takes one request for a follower if the minute has one to spare,
+// and answers whether it did (ADR-0036: "polls take only what is left"). It
+// is Spare without a context.
 func (b *Budget) Take(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clock.Now()
-	s := b.prune(key, now)
-	if len(s) >= b.limit {
-		return false
-	}
-	b.spent[key] = append(s, now)
-	return true
+	return b.takeSpare(key, b.clock.Now(), 0)
 }
 
 // Left answers how many requests the key has left this minute (0 when
-// writes spent past the limit).
+// writes or the floor spent past the limit).
 func (b *Budget) Left(key string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return max(0, b.limit-len(b.prune(key, b.clock.Now())))
+	a := b.account(key, b.clock.Now())
+	return max(0, b.limit-len(a.writes)-len(a.reads))
+}
+
+// Follow counts a binding among the key's followers, polling every every;
+// the floor and the stretched Interval are reckoned from them. Following a
+// name again replaces its interval.
+func (b *Budget) Follow(key, name string, every time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.account(key, b.clock.Now()).followed[name] = every
+}
+
+// Unfollow takes a binding off the key's followers.
+func (b *Budget) Unfollow(key, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.account(key, b.clock.Now()).followed, name)
+}
+
+// floorNeed is the requests a minute the key's followers need to poll once
+// an interval each, an idle poll being one request; b.mu is held.
+func (a *account) floorNeed() float64 {
+	need := 0.0
+	for _, every := range a.followed {
+		if every > 0 {
+			need += float64(Window) / float64(every)
+		}
+	}
+	return need
+}
+
+// Interval answers how often each of the key's followers polls on its
+// floor: every, or longer where the key has more followers than its limit
+// can poll once every (the polls stretch evenly, so that polls alone never
+// pass the limit: n followers at one request a poll need n requests an
+// interval, and the floor may take nine tenths of the limit a minute).
+func (b *Budget) Interval(key string, every time.Duration) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.interval(b.account(key, b.clock.Now()), every)
+}
+
+func (b *Budget) interval(a *account, every time.Duration) time.Duration {
+	if need, capacity := a.floorNeed(), b.floorCapacity(); need > capacity {
+		// Scale every interval by how far the floor passes what it may
+		// take of the limit.
+		return time.Duration(float64(every) * need / capacity)
+	}
+	return every
+}
+
+// floorCapacity is the requests a minute the followers' polls may take of
+// the limit: all of it but a tenth, which keeps room for a connection's
+// reads and a nudged poll beside them.
+func (b *Budget) floorCapacity() float64 {
+	return float64(b.limit - max(1, b.limit/10))
+}
+
+// Writing answers a context whose requests count as a write's: spent, and
+// never held back.
+func (b *Budget) Writing(ctx context.Context, key string) context.Context {
+	return b.meter(ctx, key, useWrite, 0)
+}
+
+// Floor waits for the key's pacer and answers a context whose requests
+// count as the followers', and a func to call when the call made with it is
+// done, which gives back the room kept for further requests it did not
+// send (ADR-0036 as it departs: a binding's scheduled
+// poll is never held back by writes). The pacer lets the followers' requests
+// go one every minute/limit, a few back to back, and never more than the
+// limit in a minute, so polls alone stay within it. It fails only when ctx
+// ends.
+func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func(), error) {
+	b.mu.Lock()
+	a := b.account(key, b.clock.Now())
+	ticket := a.nextTicket
+	a.nextTicket++
+	b.mu.Unlock()
+	for {
+		b.mu.Lock()
+		now := b.clock.Now()
+		a = b.account(key, now)
+		var wait time.Duration
+		turn := a.turn
+		if a.serving == ticket {
+			if wait = b.paced(a, now); wait <= 0 {
+				b.sendRead(a, now)
+				b.advance(a)
+				m := b.reserve(a, key)
+				b.mu.Unlock()
+				return m.ctx(ctx), m.done, nil
+			}
+		}
+		b.mu.Unlock()
+		var after <-chan time.Time
+		if wait > 0 {
+			after = b.clock.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			if a.serving == ticket {
+				b.advance(a)
+			} else {
+				a.abandoned[ticket] = true
+			}
+			b.mu.Unlock()
+			return ctx, func() {}, ctx.Err()
+		case <-turn:
+		case <-after:
+		}
+	}
+}
+
+// reserve makes the meter of a follower call just admitted, reserving
+// what it may send beyond its first request; b.mu is held.
+func (b *Budget) reserve(a *account, key string) *meter {
+	m := &meter{b: b, key: key, use: useRead, reserve: a.extra}
+	m.prepaid.Store(1)
+	a.reserved += a.extra
+	return m
+}
+
+// advance hands the floor's turn to the next ticket still waiting; b.mu is
+// held.
+func (b *Budget) advance(a *account) {
+	a.serving++
+	for a.abandoned[a.serving] {
+		delete(a.abandoned, a.serving)
+		a.serving++
+	}
+	close(a.turn)
+	a.turn = make(chan struct{})
+}
+
+// Spare answers a context whose requests count as the followers' (and a
+// func to call when the call is done, as Floor's), when the
+// key has a request to spare: the minute's writes and reads leave one, the
+// reads leave room for the floor's polls to come, and the pacer allows it
+// now. It answers false, and counts the refusal, when not (ADR-0036: "polls
+// take only what is left").
+func (b *Budget) Spare(ctx context.Context, key string) (context.Context, func(), bool) {
+	return b.spare(ctx, key, 0)
+}
+
+// Idle is Spare for reading ahead of need (a sweep before its day): it
+// answers a context only while the key's minute is less than half spent,
+// its floor's polls included, so work that can wait never takes what a
+// nudge or a burst of writes would want.
+func (b *Budget) Idle(ctx context.Context, key string) (context.Context, func(), bool) {
+	return b.spare(ctx, key, b.limit/2)
+}
+
+func (b *Budget) spare(ctx context.Context, key string, keep int) (context.Context, func(), bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	if !b.takeSpare(key, now, keep) {
+		return ctx, func() {}, false
+	}
+	m := b.reserve(b.account(key, now), key)
+	return m.ctx(ctx), m.done, true
+}
+
+// takeSpare takes one spare request for key, leaving keep of the limit
+// untouched; b.mu is held.
+func (b *Budget) takeSpare(key string, now time.Time, keep int) bool {
+	a := b.account(key, now)
+	reserve := int(a.floorNeed() + 0.999)
+	room := b.limit - keep - a.reserved - a.extra
+	// The floor's queue goes first: nothing is spare while a poll waits.
+	queued := a.serving != a.nextTicket
+	if queued || len(a.writes)+len(a.reads) >= room || len(a.reads)+reserve >= room || b.paced(a, now) > 0 {
+		if keep == 0 {
+			a.spareDenied++
+			b.m.Add(metrics.SpareRefused, 1, metrics.Labels{"key": key})
+		}
+		return false
+	}
+	b.sendRead(a, now)
+	return true
+}
+
+// paced answers how long the next follower request must wait: for the pacer
+// (GCRA: at most the burst ahead of the theoretical arrival time) and for
+// the minute to hold fewer than the limit's reads.
+func (b *Budget) paced(a *account, now time.Time) time.Duration {
+	wait := a.tat.Add(-b.burst()).Sub(now)
+	// The minute keeps room for the call's first request, what it may
+	// send beyond it, and what the calls under way may still send.
+	if room := max(1, b.limit-a.extra-a.reserved); len(a.reads) >= room {
+		wait = max(wait, a.reads[len(a.reads)-room].Add(Window).Sub(now)+time.Nanosecond)
+	}
+	return wait
+}
+
+// sendRead counts one follower request sent now; b.mu is held.
+func (b *Budget) sendRead(a *account, now time.Time) {
+	a.reads = append(a.reads, now)
+	if a.tat.Before(now) {
+		a.tat = now
+	}
+	a.tat = a.tat.Add(b.spacing())
+}
+
+// assumedExtra is how many requests a follower call is taken to send
+// beyond the one paced for until one is seen to send more: a connection's
+// reads (Plane reads the project and its states).
+const assumedExtra = 2
+
+type use int
+
+const (
+	useWrite use = iota + 1
+	useRead
+)
+
+// meter counts the requests sent with a context: the first prepaid of them
+// were counted when the context was handed out.
+type meter struct {
+	b       *Budget
+	key     string
+	use     use
+	prepaid atomic.Int32
+	debt    int // requests beyond the prepaid, under b.mu
+	reserve int // what it reserved and has not sent yet, under b.mu
+}
+
+func (b *Budget) meter(ctx context.Context, key string, u use, prepaid int32) context.Context {
+	m := &meter{b: b, key: key, use: u}
+	m.prepaid.Store(prepaid)
+	return m.ctx(ctx)
+}
+
+func (m *meter) ctx(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { m.sent() },
+	})
+}
+
+// done gives back what the call reserved and did not send.
+func (m *meter) done() {
+	b := m.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.account(m.key, b.clock.Now())
+	a.reserved -= m.reserve
+	m.reserve = 0
+}
+
+func (m *meter) sent() {
+	if m.prepaid.Add(-1) >= 0 {
+		return
+	}
+	b := m.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	a := b.account(m.key, now)
+	if m.use == useWrite {
+		a.writes = append(a.writes, now)
+		return
+	}
+	// A follower request beyond the one paced for (a connection's reads)
+	// goes, and the pacer carries the debt.
+	b.sendRead(a, now)
+	m.debt++
+	a.extra = max(a.extra, m.debt)
+	if m.reserve > 0 {
+		m.reserve--
+		a.reserved--
+	}
+}
+
+// Observe takes a tracker call's outcome for the key: it counts 429s, and
+// says in the log when the tracker answers 429 or is unavailable StreakWarn
+// times in a row (warn), and when it answers again after such a streak
+// (info).
+func (b *Budget) Observe(key string, err error) {
+	what := ""
+	switch {
+	case errors.Is(err, tracker.ErrRateLimited):
+		what = "rate_limited"
+	case errors.Is(err, tracker.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		what = "unavailable"
+	case err != nil:
+		return // an answer of its own (refused, not found): no streak either way
+	}
+	b.mu.Lock()
+	a := b.account(key, b.clock.Now())
+	if what == "rate_limited" {
+		a.limited++
+	}
+	prev, prevWhat := a.streak, a.streakWhat
+	switch {
+	case what == "":
+		a.streak, a.streakWhat = 0, ""
+	case what == a.streakWhat:
+		a.streak++
+	default:
+		a.streak, a.streakWhat = 1, what
+	}
+	streak := a.streak
+	b.mu.Unlock()
+	if what == "rate_limited" {
+		b.m.Add(metrics.RateLimited, 1, metrics.Labels{"key": key})
+	}
+	switch {
+	case what != "" && streak == StreakWarn:
+		b.logger.Warn("tracker answers in a streak", "key", key, "answer", what, "streak", streak)
+	case what == "" && prev >= StreakWarn:
+		b.logger.Info("tracker answers again", "key", key, "after", prevWhat, "streak", prev)
+	}
+}
+
+// KeyStatus is one key's budget as the status route shows it.
+type KeyStatus struct {
+	Key   string `json:"key"`
+	Limit int    `json:"limit"`
+	// Spent is the requests sent in the last minute, writes and reads;
+	// Left what the limit leaves of it (0 when spent past it).
+	Spent  int `json:"spent"`
+	Writes int `json:"writes"`
+	Reads  int `json:"reads"`
+	Left   int `json:"left"`
+	// Followed is how many bindings poll with the key; FloorPerMinute the
+	// requests their polls need a minute at one request a poll.
+	Followed       int     `json:"followed"`
+	FloorPerMinute float64 `json:"floor_per_minute"`
+	// Stretched is true when the floor passes the limit, so each binding
+	// polls less often than its interval (see Interval).
+	Stretched bool `json:"stretched"`
+	// RateLimited counts the 429s the tracker answered; SpareRefused the
+	// spare requests (nudged polls, early sweeps) the budget refused.
+	RateLimited  int64 `json:"rate_limited"`
+	SpareRefused int64 `json:"spare_refused"`
+	// Queued is how many scheduled polls wait for the pacer now.
+	Queued int `json:"queued"`
+}
+
+// Status answers every key's budget, ordered by key.
+func (b *Budget) Status() []KeyStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	out := make([]KeyStatus, 0, len(b.keys))
+	for key := range b.keys {
+		a := b.account(key, now)
+		need := a.floorNeed()
+		spent := len(a.writes) + len(a.reads)
+		out = append(out, KeyStatus{
+			Key: key, Limit: b.limit, Spent: spent, Writes: len(a.writes), Reads: len(a.reads),
+			Left: max(0, b.limit-spent), Followed: len(a.followed), FloorPerMinute: need,
+			Stretched: need > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied,
+			Queued: int(a.nextTicket - a.serving),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }

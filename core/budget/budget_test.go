@@ -1,60 +1,270 @@
 package budget_test
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func TestBudget(t *testing.T) {
+const key = "acme/plane"
+
+// spacing is the pacer's gap at the default limit: a minute over 40.
+const spacing = time.Minute / 40
+
+func TestWritesSpendAndAreNeverHeldBack(t *testing.T) {
+	b := budget.New(clock.NewFake(t0), 40)
+	ctx := b.Writing(context.Background(), key)
+	for range 50 {
+		tracker.Sent(ctx) // a write's requests, as the adapter sends them
+	}
+	if left := b.Left(key); left != 0 {
+		t.Fatalf("left %d after 50 writes, want 0", left)
+	}
+	st := b.Status()[0]
+	if st.Writes != 50 || st.Spent != 50 || st.Reads != 0 {
+		t.Fatalf("status %+v, want the 50 writes spent", st)
+	}
+}
+
+func TestSpareTakesOnlyWhatIsLeft(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		limit     int
-		writes    int // spent first
-		polls     int // then tried
+		writes    int
 		wantTaken int
-		wantLeft  int
 	}{
-		{"PollsTakeWhatIsLeftAfterWrites", 40, 35, 10, 5, 0},
-		{"WritesPastTheLimitAreNeverHeldBackAndPollsGetNothing", 40, 50, 3, 0, 0},
-		{"AnIdleKeyGivesPollsTheWholeMinute", 40, 0, 45, 40, 0},
-		{"TheDefaultLimitIsForty", 0, 0, 100, 40, 0},
-		{"UnspentRequestsAreLeft", 40, 10, 5, 5, 25},
+		// All but the two kept for a connection's reads.
+		{"AnIdleKeySparesTheMinute", 0, 38},
+		{"WritesLeaveTheRest", 35, 3},
+		{"WritesPastTheLimitLeaveNothing", 50, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := budget.New(clock.NewFake(t0), c.limit)
-			b.Spend("tenant/plane", c.writes)
+			clk := clock.NewFake(t0)
+			b := budget.New(clk, 40)
+			b.Spend(key, c.writes)
 			taken := 0
-			for range c.polls {
-				if b.Take("tenant/plane") {
+			for range 45 {
+				if _, done, ok := b.Spare(context.Background(), key); ok {
+					done()
 					taken++
+				}
+				if clk.Now().Sub(t0) < 58*time.Second {
+					clk.Advance(spacing) // the pacer's pace, so only the minute limits
 				}
 			}
 			if taken != c.wantTaken {
-				t.Errorf("polls took %d, want %d", taken, c.wantTaken)
-			}
-			if left := b.Left("tenant/plane"); left != c.wantLeft {
-				t.Errorf("left %d, want %d", left, c.wantLeft)
+				t.Fatalf("spare took %d, want %d", taken, c.wantTaken)
 			}
 		})
+	}
+}
+
+func TestSpareKeepsRoomForTheFloor(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 40)
+	for i := range 10 {
+		b.Follow(key, string(rune('a'+i)), 30*time.Second) // 20 requests a minute
+	}
+	taken := 0
+	for range 38 {
+		if _, done, ok := b.Spare(context.Background(), key); ok {
+			done()
+			taken++
+		}
+		clk.Advance(spacing)
+	}
+	if taken != 18 {
+		t.Fatalf("spare took %d with ten bindings needing 20 a minute, want the 18 they leave beside a connection's reads", taken)
+	}
+}
+
+func TestIdleWantsTheKeyMostlyIdle(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 40)
+	// Half the minute, less the two kept for a connection's reads.
+	b.Spend(key, 17)
+	if _, _, ok := b.Idle(context.Background(), key); !ok {
+		t.Fatal("idle refused with 17 of 40 spent")
+	}
+	clk.Advance(spacing)
+	if _, _, ok := b.Idle(context.Background(), key); ok {
+		t.Fatal("idle took a request with 18 of 40 spent")
+	}
+	if _, _, ok := b.Spare(context.Background(), key); !ok {
+		t.Fatal("spare refused with 18 of 40 spent")
+	}
+}
+
+func TestFloorIsPacedAndNeverHeldBackByWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budget.New(clock.System{}, 40)
+		b.Spend(key, 100) // writes spent past the limit
+		start := time.Now()
+		var at []time.Duration
+		for range 60 {
+			_, done, err := b.Floor(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done() // a call of one request: nothing beyond it
+			at = append(at, time.Since(start))
+		}
+		// Four back to back, then one every minute/40, whatever writes
+		// spent, and never more than 40 in a minute (less the room kept
+		// for a call's further requests).
+		if at[3] != 0 {
+			t.Fatalf("the first four at %v, want them at once (the burst)", at[:4])
+		}
+		for i := 5; i < 38; i++ {
+			if gap := at[i] - at[i-1]; gap != spacing {
+				t.Fatalf("request %d came %v after the one before, want %v", i, gap, spacing)
+			}
+		}
+		for i := range at {
+			n := 0
+			for j := i; j < len(at) && at[j]-at[i] < time.Minute; j++ {
+				n++
+			}
+			if n > 40 {
+				t.Fatalf("%d floor requests within a minute of %v, want at most 40", n, at[i])
+			}
+		}
+	})
+}
+
+func TestFloorServesWaitersInTurn(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 10) // spacing 6 s, no burst
+	_, done, err := b.Floor(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	order := make(chan int, 3)
+	for i := range 3 {
+		go func() {
+			if _, done, err := b.Floor(context.Background(), key); err == nil {
+				done()
+				order <- i
+			}
+		}()
+		// Each takes its ticket before the next comes.
+		for b.Status()[0].Queued != i+1 {
+			runtime.Gosched()
+		}
+	}
+	for want := range 3 {
+		if err := clk.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(6 * time.Second)
+		if got := <-order; got != want {
+			t.Fatalf("waiter %d admitted in turn %d", got, want)
+		}
+	}
+}
+
+func TestAWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 10)
+	_, done, err := b.Floor(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { _, _, err := b.Floor(ctx, key); gaveUp <- err }()
+	if err := clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan struct{})
+	go func() {
+		if _, _, err := b.Floor(context.Background(), key); err == nil {
+			close(admitted)
+		}
+	}()
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("a cancelled wait was admitted")
+	}
+	clk.Advance(6 * time.Second)
+	<-admitted
+}
+
+func TestTheFloorsFurtherRequestsAreCountedAndPaced(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 40)
+	ctx, done, err := b.Floor(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	tracker.Sent(ctx) // the one paced for
+	tracker.Sent(ctx) // a connection's reads beyond it
+	tracker.Sent(ctx)
+	if st := b.Status()[0]; st.Reads != 3 {
+		t.Fatalf("reads %d, want the call's three requests", st.Reads)
+	}
+	// The pacer carries the debt: the next request waits for it.
+	if _, _, ok := b.Spare(context.Background(), key); !ok {
+		t.Fatal("the burst has room for one more")
+	}
+	if _, _, ok := b.Spare(context.Background(), key); ok {
+		t.Fatal("spare went past the pacer's burst")
+	}
+}
+
+func TestPollsStretchWhereAKeyHasMoreBindingsThanItsBudgetCanPoll(t *testing.T) {
+	b := budget.New(clock.NewFake(t0), 40)
+	for i := range 18 {
+		b.Follow(key, string(rune('a'+i)), 30*time.Second)
+	}
+	if got := b.Interval(key, 30*time.Second); got != 30*time.Second {
+		t.Fatalf("18 bindings need 36 a minute, the floor's share of 40: interval %v, want 30s", got)
+	}
+	b.Follow(key, "one more", 30*time.Second)
+	if got, want := b.Interval(key, 30*time.Second), 30*time.Second*38/36; got != want {
+		t.Fatalf("19 bindings: interval %v, want %v", got, want)
+	}
+	for i := range 481 {
+		b.Follow(key, "many-"+string(rune(i)), 30*time.Second)
+	}
+	// 500 bindings at one request a poll take 36 a minute: one poll each
+	// every 500/36 minutes.
+	if got, want := b.Interval(key, 30*time.Second), 30*time.Second*1000/36; got != want {
+		t.Fatalf("500 bindings: interval %v, want %v", got, want)
+	}
+	if st := b.Status()[0]; !st.Stretched || st.Followed != 500 || st.FloorPerMinute != 1000 {
+		t.Fatalf("status %+v, want 500 bindings, stretched", st)
+	}
+	if got := b.Interval("other", 30*time.Second); got != 30*time.Second {
+		t.Fatalf("another key's interval %v, want 30s", got)
 	}
 }
 
 func TestBudgetFreesRequestsAsTheMinuteSlides(t *testing.T) {
 	clk := clock.NewFake(t0)
 	b := budget.New(clk, 40)
-	b.Spend("k", 30)
+	b.Spend(key, 30)
 	clk.Advance(30 * time.Second)
-	b.Spend("k", 10)
-	if b.Take("k") {
-		t.Fatal("a full minute gave a poll a request")
+	b.Spend(key, 10)
+	if _, _, ok := b.Spare(context.Background(), key); ok {
+		t.Fatal("a full minute spared a request")
 	}
 	clk.Advance(30 * time.Second)
-	if got := b.Left("k"); got != 30 {
+	if got := b.Left(key); got != 30 {
 		t.Fatalf("after the first spends aged out, left %d, want 30", got)
 	}
 }
@@ -62,7 +272,40 @@ func TestBudgetFreesRequestsAsTheMinuteSlides(t *testing.T) {
 func TestBudgetKeepsKeysApart(t *testing.T) {
 	b := budget.New(clock.NewFake(t0), 40)
 	b.Spend("a", 40)
-	if !b.Take("b") {
+	if _, _, ok := b.Spare(context.Background(), "b"); !ok {
 		t.Fatal("one tenant's writes held back another's polls")
+	}
+}
+
+func TestTheDefaultLimitIsForty(t *testing.T) {
+	if l := budget.New(clock.NewFake(t0), 0).Limit(); l != 40 {
+		t.Fatalf("limit %d, want 40", l)
+	}
+}
+
+func TestObserveCounts429sAndSaysWhenAStreakBeginsAndEnds(t *testing.T) {
+	var logs bytes.Buffer
+	m := metrics.NewMemory()
+	b := budget.NewWith(clock.NewFake(t0), 40, budget.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: m})
+	b.Observe(key, tracker.RateLimited(time.Second))
+	b.Observe(key, tracker.RateLimited(time.Second))
+	if strings.Contains(logs.String(), "streak") {
+		t.Fatalf("two 429s logged as a streak: %s", logs.String())
+	}
+	b.Observe(key, tracker.RateLimited(time.Second))
+	b.Observe(key, tracker.RateLimited(time.Second))
+	if n := strings.Count(logs.String(), "tracker answers in a streak"); n != 1 {
+		t.Fatalf("logged %d streak warnings, want one at the third 429:\n%s", n, logs.String())
+	}
+	b.Observe(key, tracker.ErrNotFound) // an answer of its own ends nothing
+	b.Observe(key, nil)
+	if !strings.Contains(logs.String(), "tracker answers again") {
+		t.Fatalf("the streak's end is not logged:\n%s", logs.String())
+	}
+	if st := b.Status()[0]; st.RateLimited != 4 {
+		t.Fatalf("429s %d, want 4", st.RateLimited)
+	}
+	if got := m.Get(metrics.RateLimited); got != 4 {
+		t.Fatalf("counter %v, want 4", got)
 	}
 }

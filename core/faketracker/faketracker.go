@@ -89,9 +89,18 @@ type Tracker struct {
 	created  int // items created, duplicates included
 	chaos    *chaos
 	stale    []tracker.Item // answered once by the next Items
+	onCall   []func()
 }
 
 var _ tracker.Tracker = (*Tracker)(nil)
+
+// OnRequest calls fn at each request the fake stands for (each call of a
+// method of the port), for a test that times them.
+func (t *Tracker) OnRequest(fn func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onCall = append(t.onCall, fn)
+}
 
 // Option sets up a fake.
 type Option func(*Tracker)
@@ -170,6 +179,15 @@ func (t *Tracker) ResetCalls() {
 func (t *Tracker) enter(ctx context.Context, method string) (crash bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", tracker.ErrUnavailable, err)
+	}
+	// Each call stands for one request, which the caller's budget meters
+	// as it would a real tracker's.
+	tracker.Sent(ctx)
+	t.mu.Lock()
+	hooks := t.onCall
+	t.mu.Unlock()
+	for _, fn := range hooks {
+		fn()
 	}
 	t.mu.Lock()
 	t.calls[method]++
@@ -593,9 +611,22 @@ type Connector struct {
 	Fake *Tracker
 	// KindName is Kind's answer ("fake" by default).
 	KindName string
+	// Reads is how many requests a connection makes before the tracker
+	// answers (Plane reads the project and its states): each Connect
+	// counts them with the caller's budget, as a real one's would be.
+	Reads int
 	// Connects counts Connect calls.
 	mu       sync.Mutex
 	connects int
+	onRead   []func()
+}
+
+// OnRead calls fn at each of a connection's Reads, for a test that times
+// them.
+func (c *Connector) OnRead(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onRead = append(c.onRead, fn)
 }
 
 var _ tracker.Connector = (*Connector)(nil)
@@ -609,7 +640,16 @@ func (c *Connector) Kind() string {
 }
 
 // Connect implements tracker.Connector.
-func (c *Connector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+func (c *Connector) Connect(ctx context.Context, _ tracker.Credentials, _ tracker.Source) (tracker.Tracker, error) {
+	c.mu.Lock()
+	hooks := c.onRead
+	c.mu.Unlock()
+	for range c.Reads {
+		tracker.Sent(ctx)
+		for _, fn := range hooks {
+			fn()
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.connects++

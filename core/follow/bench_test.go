@@ -39,7 +39,7 @@ func benchFollower(b *testing.B, tr tracker.Tracker, l ledger.Ledger, clk clock.
 	// measured apart (BenchmarkSeed reads the same way); here it is kept
 	// out of the polls.
 	fs := New(Config{Ledger: l, Log: mem, Connections: conns, Clock: clk, Logger: slog.New(slog.DiscardHandler), Holder: "bench",
-		Options: Options{SweepEvery: math.MaxInt64}})
+		Options: Options{SweepEvery: math.MaxInt64, SweepMin: -1}})
 	return newFollower(fs, bd)
 }
 
@@ -52,7 +52,7 @@ func (c connectorOf) Connect(context.Context, tracker.Credentials, tracker.Sourc
 
 func mustPoll(b *testing.B, f *follower) {
 	b.Helper()
-	if err := f.read(context.Background(), false); err != nil {
+	if err := f.read(context.Background(), &pollRun{use: accessFloor}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -9,11 +9,12 @@ import (
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/metrics"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // follower follows one binding. Its loop runs on one goroutine; only the
-// tracker it last used and the nudges are shared.
+// tracker it last used, the nudges and its state are shared.
 type follower struct {
 	fs     *Followers
 	b      binding.Binding
@@ -24,10 +25,24 @@ type follower struct {
 	mu      sync.Mutex
 	tr      tracker.Tracker
 	project string
+	st      state
 
 	// sweep is the full read under way, kept across polls while the lease
-	// holds (a sweep that runs out of budget goes on at the next poll).
+	// holds (a sweep goes on at the next poll where the budget stops it).
 	sweep *sweep
+}
+
+// state is what a follower tells the status route and the watchdog.
+type state struct {
+	held       bool      // it holds the lease
+	heldSince  time.Time // when it took it
+	polled     time.Time // its last completed poll
+	late       bool      // the watchdog said it is late
+	deferred   int64     // nudged polls deferred for budget
+	unnudged   int64     // changes published that no nudge announced
+	lastCount  int       // requests of its last poll
+	lastPublic int       // events its last poll published
+	lastError  string    // its last poll's failure, "" when it completed
 }
 
 func newFollower(fs *Followers, b binding.Binding) *follower {
@@ -57,6 +72,18 @@ func (f *follower) setTracker(tr tracker.Tracker) {
 	f.tr, f.project = tr, tr.Project()
 }
 
+func (f *follower) state() state {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+func (f *follower) update(fn func(*state)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(&f.st)
+}
+
 func (f *follower) enabled(ctx context.Context) bool {
 	return f.fs.integ.Enabled(ctx, f.b.Tenant, f.b.Workspace, f.b.Integration())
 }
@@ -69,15 +96,37 @@ func (e *stopError) Unwrap() []error {
 	return []error{ErrStopped, e.err}
 }
 
+// interval is how often the binding polls on its floor: the poll interval,
+// stretched where its key has more bindings than the budget can poll once
+// an interval (budget.Interval).
+func (f *follower) interval() time.Duration {
+	if f.fs.budget == nil {
+		return f.fs.opts.PollEvery
+	}
+	return f.fs.budget.Interval(f.b.BudgetKey(), f.fs.opts.PollEvery)
+}
+
 // run is the follower's life: take the lease, poll while it holds, give it
 // up when switched off or stopped. It answers a stop's error, or nil when
 // ctx ended.
+//
+// Polls come on the binding's floor, one an interval, at the binding's own
+// phase of it (the bindings of a key spread evenly over the interval, so a
+// start or a takeover ramps up instead of reading every project at once).
+// A nudge brings a poll forward, debounced, when the budget has a request
+// to spare; otherwise it waits for the floor's poll (docs/decisions.md).
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
 	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
-	defer ls.release(ctx)
+	defer func() {
+		if ls.held() {
+			fs.logger.Info("tracker follower gave its lease up", "binding", f.b.Name(), "holder", fs.holder)
+		}
+		ls.release(ctx)
+		f.update(func(s *state) { s.held = false })
+	}()
 
-	var nextPoll, nextRenew, debounceAt, waitUntil time.Time
+	var nextPoll, nextRenew, debounceAt, waitUntil, lastStart time.Time
 	announced := false
 	for {
 		if ctx.Err() != nil {
@@ -106,7 +155,11 @@ func (f *follower) run(ctx context.Context) error {
 				continue
 			}
 			now := fs.clock.Now()
-			nextPoll, nextRenew, debounceAt, waitUntil, announced = now, now.Add(o.renewEvery()), time.Time{}, time.Time{}, false
+			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)
+			f.update(func(s *state) { s.held, s.heldSince, s.late = true, now, false })
+			// The first poll comes at the binding's phase of its interval.
+			nextPoll = now.Add(fs.phase(f.b, f.interval()))
+			nextRenew, debounceAt, waitUntil, lastStart, announced = now.Add(o.renewEvery()), time.Time{}, time.Time{}, time.Time{}, false
 		}
 
 		now := fs.clock.Now()
@@ -114,7 +167,9 @@ func (f *follower) run(ctx context.Context) error {
 		switch {
 		case !now.Before(nextRenew):
 			if !f.enabled(ctx) {
+				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				f.update(func(s *state) { s.held = false })
 				continue
 			}
 			// A renewal that finds another holder, or fails, stops the
@@ -122,8 +177,9 @@ func (f *follower) run(ctx context.Context) error {
 			// relayed"); the follower then waits for the lease.
 			if err := ls.renew(ctx); err != nil {
 				if ctx.Err() == nil {
-					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "err", err)
+					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "holder", fs.holder, "err", err)
 				}
+				f.update(func(s *state) { s.held = false })
 				continue
 			}
 			nextRenew = fs.clock.Now().Add(o.renewEvery())
@@ -131,21 +187,46 @@ func (f *follower) run(ctx context.Context) error {
 		case !now.Before(nextPoll) || debounced:
 			// Each poll asks the switch first.
 			if !f.enabled(ctx) {
+				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				f.update(func(s *state) { s.held = false })
 				continue
 			}
+			scheduled := !now.Before(nextPoll)
+			use := accessSpare
+			if scheduled {
+				// The binding's floor: its scheduled poll goes whatever
+				// writes spend (docs/decisions.md).
+				use = accessFloor
+			}
 			wasAnnounced := announced
-			debounceAt, announced = time.Time{}, false
-			wait, err := f.poll(ctx, wasAnnounced)
+			debounceAt, lastStart = time.Time{}, now
+			wait, ran, err := f.poll(ctx, use, wasAnnounced)
 			if err != nil {
 				return err
 			}
+			if ran || scheduled {
+				announced = false
+			} else {
+				// No request to spare: the nudge waits for the floor's
+				// poll, which it announces.
+				f.fs.m.Add(metrics.PollsDeferred, 1, f.labels())
+				f.update(func(s *state) { s.deferred++ })
+			}
 			now = fs.clock.Now()
-			nextPoll = now.Add(o.PollEvery)
+			if scheduled {
+				nextPoll = lastStart.Add(f.interval())
+				if !nextPoll.After(now) {
+					nextPoll = now
+				}
+			}
 			if wait > 0 {
-				// A 429 is waited out, with up to a second of jitter.
+				// A 429 is waited out, with up to a second of jitter, and
+				// the poll it stopped comes again then.
 				waitUntil = now.Add(wait + o.Jitter(o.MaxJitter))
-				nextPoll = waitUntil
+				if scheduled || nextPoll.Before(waitUntil) {
+					nextPoll = waitUntil
+				}
 			}
 			continue
 		}
@@ -196,4 +277,8 @@ func (f *follower) wait(ctx context.Context, d time.Duration, nudged *bool) bool
 		*nudged = true
 	}
 	return true
+}
+
+func (f *follower) labels() metrics.Labels {
+	return metrics.Labels{"tenant": f.b.Tenant, "workspace": f.b.Workspace, "tracker": f.b.Kind()}
 }

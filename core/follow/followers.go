@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
@@ -72,12 +74,18 @@ type Followers struct {
 	projs  map[string]Projection
 	opts   Options
 
+	// phases are each binding's place in its key's interval, in [0, 1):
+	// the bindings of a key, by name, spread evenly over it.
+	phases map[string]float64
+
 	mu      sync.Mutex
 	ctx     context.Context
 	cancel  context.CancelFunc
 	running map[string]*follower
 	stopped map[string]error
 	wg      sync.WaitGroup
+	// watching: the watchdog runs.
+	watching bool
 }
 
 // ErrStopped is what a stopped follower's error matches: it met something
@@ -108,7 +116,29 @@ func New(c Config) *Followers {
 	if fs.holder == "" {
 		fs.holder = newHolder()
 	}
+	// Every binding's polls are reckoned in its key's budget, which
+	// stretches them where the key has more than it can poll once an
+	// interval; the bindings of a key take turns over the interval.
+	byKey := map[string][]string{}
+	for _, b := range fs.conns.Bindings() {
+		byKey[b.BudgetKey()] = append(byKey[b.BudgetKey()], b.Name())
+		if fs.budget != nil {
+			fs.budget.Follow(b.BudgetKey(), b.Name(), fs.opts.PollEvery)
+		}
+	}
+	fs.phases = map[string]float64{}
+	for _, names := range byKey {
+		slices.Sort(names)
+		for i, name := range names {
+			fs.phases[name] = float64(i) / float64(len(names))
+		}
+	}
 	return fs
+}
+
+// phase is how long into its interval a binding's polls come.
+func (fs *Followers) phase(b binding.Binding, interval time.Duration) time.Duration {
+	return time.Duration(fs.phases[b.Name()] * float64(interval))
 }
 
 // Holder answers the name this process holds leases under.
@@ -126,6 +156,53 @@ func (fs *Followers) Start(ctx context.Context) {
 	for _, b := range fs.conns.Bindings() {
 		fs.start(b)
 	}
+	fs.watch()
+}
+
+// watch warns of a follower that holds its lease and completed no poll in
+// DefaultLateAfter of its intervals (a starved read back was once silent);
+// the follower says when it polls again.
+func (fs *Followers) watch() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.ctx.Err() != nil || fs.watching {
+		return
+	}
+	fs.watching = true
+	ctx := fs.ctx
+	fs.wg.Go(func() {
+		for clock.Sleep(ctx, fs.clock, fs.opts.PollEvery) == nil {
+			now := fs.clock.Now()
+			for _, f := range fs.runningFollowers() {
+				interval := f.interval()
+				late := false
+				var since time.Time
+				f.update(func(s *state) {
+					since = s.polled
+					if since.Before(s.heldSince) {
+						since = s.heldSince
+					}
+					if s.held && !s.late && now.Sub(since) > DefaultLateAfter*interval {
+						s.late, late = true, true
+					}
+				})
+				if late {
+					fs.logger.Warn("tracker follower completed no poll in three intervals", "binding", f.b.Name(),
+						"since", since, "interval", interval)
+				}
+			}
+		}
+	})
+}
+
+func (fs *Followers) runningFollowers() []*follower {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	out := make([]*follower, 0, len(fs.running))
+	for _, f := range fs.running {
+		out = append(out, f)
+	}
+	return out
 }
 
 // Open follows a workspace's binding again after its follower stopped, or
@@ -300,7 +377,7 @@ func (fs *Followers) PollOnce(ctx context.Context, tenant, workspace string) err
 		return err
 	}
 	defer ls.release(ctx)
-	if err := f.read(ctx, false); err != nil && !errors.Is(err, errOutOfBudget) {
+	if err := f.read(ctx, &pollRun{use: accessFloor}); err != nil && !errors.Is(err, errOutOfBudget) {
 		return err
 	}
 	return nil

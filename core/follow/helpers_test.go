@@ -69,6 +69,9 @@ func newEnv(t *testing.T, opts ...option) *env {
 	e := &env{t: t, fake: faketracker.New(faketracker.LikePlane), mem: memledger.New(), sw: integrations.NewSwitches(), m: metrics.NewMemory()}
 	e.b = binding.Binding{Tenant: tenant, Workspace: workspace}
 	e.bud = budget.New(clock.System{}, 1000)
+	// The seeds' sweep, once a day, unless a test asks for sweeps on an
+	// idle budget: most tests count a poll's requests.
+	e.cfg.Options.SweepMin = -1
 	for _, o := range opts {
 		o(e)
 	}
@@ -77,7 +80,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 	e.led = &faultLedger{Ledger: e.mem}
 	e.log = &faultLog{Log: e.mem}
 	e.conns = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, e.b)
-	e.w = writes.New(writes.Config{Ledger: e.led, Connections: e.conns, Integrations: e.sw, Budget: e.bud, Metrics: e.m})
+	e.w = writes.New(writes.Config{Ledger: e.led, Log: e.log, Connections: e.conns, Integrations: e.sw, Budget: e.bud, Metrics: e.m})
 	e.cfg.Ledger, e.cfg.Log, e.cfg.Connections = e.led, e.log, e.conns
 	e.cfg.Integrations, e.cfg.Budget, e.cfg.Metrics = e.sw, e.bud, e.m
 	e.cfg.Logger = slog.New(slog.DiscardHandler)
@@ -221,12 +224,29 @@ func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, er
 	return r.Tracker.Items(ctx, q)
 }
 
+// first answers the first query of each read (each poll's, and each
+// sweep's).
 func (r *recorder) first() []query {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []query
 	for _, q := range r.queries {
 		if q.q.Page == "" {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// sweeps answers the sweeps' first queries after the first read, on a
+// project with items (whose polls read from their cursor, never from the
+// beginning).
+func (r *recorder) sweeps() []query {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []query
+	for i, q := range r.queries {
+		if i > 0 && q.q.Page == "" && q.q.Since.IsZero() {
 			out = append(out, q)
 		}
 	}

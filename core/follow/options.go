@@ -22,8 +22,17 @@ const (
 	// DefaultLookback: each poll reads what changed since two minutes
 	// before its cursor.
 	DefaultLookback = 2 * time.Minute
-	// DefaultSweepEvery: a sweep reads the whole project once a day.
+	// DefaultSweepEvery: a sweep reads the whole project once a day, at
+	// the least: past that it goes on whatever writes spend.
 	DefaultSweepEvery = 24 * time.Hour
+	// DefaultSweepMin: a sweep may come this soon after the last, on what
+	// the budget leaves idle, so a deletion no webhook announces (Plane
+	// sends none) is found as soon as the budget allows
+	// (docs/decisions.md).
+	DefaultSweepMin = time.Minute
+	// DefaultLateAfter: a follower that completed no poll in this many of
+	// its intervals is late, which the log and the status say.
+	DefaultLateAfter = 3
 	// DefaultDebounce: a nudge wakes the followers debounced by 2 s.
 	DefaultDebounce = 2 * time.Second
 	// DefaultMaxJitter: a 429 is waited out with up to a second of jitter.
@@ -51,8 +60,13 @@ type Options struct {
 	PollEvery time.Duration
 	// Lookback is how far before its cursor a poll reads.
 	Lookback time.Duration
-	// SweepEvery is how often a tracker follower reads its whole project.
+	// SweepEvery is how often a tracker follower reads its whole project,
+	// at the least.
 	SweepEvery time.Duration
+	// SweepMin is how soon after the last a sweep may come on what the
+	// budget leaves idle; a negative SweepMin sweeps only every
+	// SweepEvery.
+	SweepMin time.Duration
 	// Debounce is how long after a first nudge its poll comes.
 	Debounce time.Duration
 	// MaxJitter bounds the jitter added to a 429's Retry-After.
@@ -93,6 +107,9 @@ func (o Options) withDefaults() Options {
 	def(&o.PollEvery, DefaultPollEvery)
 	def(&o.Lookback, DefaultLookback)
 	def(&o.SweepEvery, DefaultSweepEvery)
+	if o.SweepMin == 0 {
+		o.SweepMin = DefaultSweepMin
+	}
 	def(&o.Debounce, DefaultDebounce)
 	def(&o.SettleAfter, DefaultSettleAfter)
 	def(&o.MaxJitter, DefaultMaxJitter)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"net/http/httptrace"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/eventlog"
@@ -81,71 +83,226 @@ func hashID(id string) uint64 {
 	return h.Sum64()
 }
 
+// access is how a follower request draws on its key's budget.
+type access int
+
+const (
+	// accessFloor: a scheduled poll, which writes never hold back; it
+	// waits only for the key's pacer (budget.Floor).
+	accessFloor access = iota + 1
+	// accessSpare: a nudged poll, a first read's or an overdue sweep's
+	// further pages, a removal's check: only what is left
+	// (budget.Spare).
+	accessSpare
+	// accessIdle: a sweep ahead of its day, only while the key is mostly
+	// idle (budget.Idle).
+	accessIdle
+)
+
+func (a access) String() string {
+	switch a {
+	case accessFloor:
+		return "scheduled"
+	case accessSpare:
+		return "spare"
+	case accessIdle:
+		return "idle"
+	}
+	return "unknown"
+}
+
+// pollRun is one poll's tally, for its debug line and the status.
+type pollRun struct {
+	use       access
+	announced bool
+	requests  atomic.Int64
+	published int
+}
+
 // poll reads what changed and publishes it. It answers how long to wait
-// when the tracker asked for a wait, and a stop's error.
-func (f *follower) poll(ctx context.Context, announced bool) (time.Duration, error) {
-	err := f.read(ctx, announced)
+// when the tracker asked for a wait, whether the poll ran (a spare one
+// with nothing to spare does not), and a stop's error.
+func (f *follower) poll(ctx context.Context, use access, announced bool) (time.Duration, bool, error) {
+	fs := f.fs
+	pr := &pollRun{use: use, announced: announced}
+	start := fs.clock.Now()
+	err := f.read(ctx, pr)
+	took := fs.clock.Now().Sub(start)
 	var rl *tracker.RateLimitedError
 	var stop *stopError
 	switch {
+	case errors.Is(err, errOutOfBudget) && pr.requests.Load() == 0 && use != accessFloor:
+		fs.logger.Debug("tracker poll deferred for budget", "binding", f.b.Name(), "poll", use.String())
+		return 0, false, nil
 	case err == nil, errors.Is(err, errOutOfBudget):
-		// A poll that finds nothing left waits for its next interval
-		// (ADR-0036's budget).
-		return 0, nil
+		// A poll that runs out of what it may spend stops at that item;
+		// its cursor moved only past what it read (ADR-0036's budget).
+		f.completed(ctx, pr, took)
+		return 0, true, nil
 	case errors.As(err, &stop):
-		return 0, err
+		f.update(func(s *state) { s.lastError = err.Error() })
+		return 0, true, err
 	case errors.As(err, &rl):
-		return max(rl.RetryAfter, 0), nil
+		f.update(func(s *state) { s.lastError = err.Error() })
+		fs.logger.Debug("tracker poll rate-limited", "binding", f.b.Name(), "retry_after", rl.RetryAfter)
+		return max(rl.RetryAfter, 0), true, nil
 	case ctx.Err() != nil:
-		return 0, nil
+		return 0, true, nil
 	default:
-		f.fs.logger.Warn("tracker follower poll failed", "binding", f.b.Name(), "err", err)
-		return 0, nil
+		f.update(func(s *state) { s.lastError = err.Error() })
+		fs.logger.Warn("tracker follower poll failed", "binding", f.b.Name(), "err", err)
+		return 0, true, nil
 	}
 }
 
-// request makes one tracker request, taking it from the budget first
-// (ADR-0036: "polls take only what is left").
-func (f *follower) request(ctx context.Context, fn func(tracker.Tracker) error) error {
-	return f.fs.conns.Do(ctx, f.b, func(tr tracker.Tracker) error {
-		f.setTracker(tr)
-		if f.fs.budget != nil && !f.fs.budget.Take(f.b.BudgetKey()) {
-			return errOutOfBudget
+// completed records a completed poll: in the ledger (PolledAt, so every
+// replica's status sees it), in the follower's state, the counters and the
+// log.
+func (f *follower) completed(ctx context.Context, pr *pollRun, took time.Duration) {
+	fs := f.fs
+	now := fs.clock.Now()
+	if err := fs.ledger.SaveCursor(ctx, f.id, ledger.Cursor{PolledAt: now}); err != nil && ctx.Err() == nil {
+		fs.logger.Warn("tracker follower could not save when it polled", "binding", f.b.Name(), "err", err)
+	}
+	wasLate := false
+	f.update(func(s *state) {
+		wasLate = s.late
+		s.polled, s.late, s.lastError = now, false, ""
+		s.lastCount, s.lastPublic = int(pr.requests.Load()), pr.published
+	})
+	fs.m.Add(metrics.Polls, 1, f.labels())
+	if wasLate {
+		fs.logger.Info("tracker follower polls again", "binding", f.b.Name())
+	}
+	fs.logger.Debug("tracker poll", "binding", f.b.Name(), "poll", pr.use.String(), "requests", pr.requests.Load(),
+		"published", pr.published, "took", took)
+}
+
+// request makes one tracker call with the budget's leave: a floor call
+// waits for the key's pacer, a spare or idle one goes only when the key has
+// a request to spare and answers errOutOfBudget when not. Every request
+// the call sends (a connection's reads among them) is counted in the key's
+// budget and in the poll's tally.
+func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func(ctx context.Context, tr tracker.Tracker) error) error {
+	if bud := f.fs.budget; bud != nil {
+		key := f.b.BudgetKey()
+		var done func()
+		switch use {
+		case accessFloor:
+			var err error
+			if ctx, done, err = bud.Floor(ctx, key); err != nil {
+				return err
+			}
+		case accessIdle:
+			var ok bool
+			if ctx, done, ok = bud.Idle(ctx, key); !ok {
+				return errOutOfBudget
+			}
+		default:
+			var ok bool
+			if ctx, done, ok = bud.Spare(ctx, key); !ok {
+				return errOutOfBudget
+			}
 		}
-		return fn(tr)
+		defer done()
+	}
+	if pr != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { pr.requests.Add(1) },
+		})
+	}
+	return f.fs.conns.Do(ctx, f.b, func(ctx context.Context, tr tracker.Tracker) error {
+		f.setTracker(tr)
+		return fn(ctx, tr)
 	})
 }
 
-func (f *follower) read(ctx context.Context, announced bool) error {
+// read is one poll: first what changed since two minutes before the
+// cursor, then the sweep under way, as far as the budget lets it go. A
+// binding's first read is a sweep of its own, which seeds it.
+func (f *follower) read(ctx context.Context, pr *pollRun) error {
 	fs := f.fs
 	cur, err := fs.ledger.Cursor(ctx, f.id)
 	if err != nil {
 		return err
 	}
 	now := fs.clock.Now()
-	if f.sweep == nil && (!cur.Seeded || now.Sub(cur.SweptAt) >= fs.opts.SweepEvery) {
+	if !cur.Seeded {
+		// The first read goes on where its cursor is (a restart, a lost
+		// lease): its first page with the poll, the rest as the budget
+		// spares them.
+		if f.sweep == nil {
+			if f.sweep, err = f.startSweep(ctx, cur, now); err != nil {
+				return err
+			}
+		}
+		return f.readSweep(ctx, pr, pr.use, accessSpare)
+	}
+	// Each poll reads what changed since two minutes before its cursor.
+	r := &reader{f: f, pr: pr, acc: pr.use, announced: pr.announced}
+	pos := tracker.Cursor{UpdatedAt: cur.UpdatedAt, ID: cur.ItemID}
+	if err := f.readFrom(ctx, r, pos, pr.use, pr.use); err != nil {
+		return err
+	}
+	if pr.use != accessFloor {
+		return nil // a nudged poll reads what changed, no more
+	}
+	since := now.Sub(cur.SweptAt)
+	overdue := since >= fs.opts.SweepEvery
+	first, rest := accessIdle, accessIdle
+	if overdue {
+		// A sweep past its day goes on whatever writes spend: a page a
+		// poll, more as the budget spares them.
+		first, rest = accessFloor, accessSpare
+	}
+	if f.sweep == nil {
+		// A sweep reads the whole project once a day at the least, and
+		// sooner on what the budget leaves idle (docs/decisions.md).
+		early := fs.opts.SweepMin > 0 && since >= fs.opts.SweepMin
+		if !overdue && !early {
+			return nil
+		}
 		if f.sweep, err = f.startSweep(ctx, cur, now); err != nil {
 			return err
 		}
 	}
-	r := &reader{f: f, announced: announced, sweep: f.sweep}
-	if f.sweep != nil && f.sweep.listed {
-		return f.finishSweep(ctx, r)
+	err = f.readSweep(ctx, pr, first, rest)
+	if errors.Is(err, errOutOfBudget) {
+		return nil // the sweep goes on at the next poll
 	}
-	pos := tracker.Cursor{UpdatedAt: cur.UpdatedAt, ID: cur.ItemID}
-	if f.sweep != nil {
-		pos = f.sweep.pos
+	return err
+}
+
+// readSweep reads the sweep under way from where it got: its first
+// request with first, the rest with rest, and then tells what became of the
+// items it no longer lists.
+func (f *follower) readSweep(ctx context.Context, pr *pollRun, first, rest access) error {
+	sw := f.sweep
+	r := &reader{f: f, pr: pr, acc: rest, announced: pr.announced, sweep: sw}
+	if !sw.listed {
+		if err := f.readFrom(ctx, r, sw.pos, first, rest); err != nil {
+			return err
+		}
+		sw.listed = true
+	} else {
+		r.acc = first
 	}
-	// Each poll reads what changed since two minutes before its cursor.
+	return f.finishSweep(ctx, r)
+}
+
+// readFrom pages through the items changed since two minutes before pos:
+// the first page with first, the next ones with rest. A sweep's reader
+// marks what its pages list.
+func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, first, rest access) error {
 	var since time.Time
 	if !pos.UpdatedAt.IsZero() {
-		since = pos.UpdatedAt.Add(-fs.opts.Lookback)
+		since = pos.UpdatedAt.Add(-f.fs.opts.Lookback)
 	}
-	page := ""
+	page, use := "", first
 	for {
 		var pg tracker.Page
-		err := f.request(ctx, func(tr tracker.Tracker) error {
-			r.use(tr)
+		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+			r.with(tr)
 			var err error
 			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
 			return err
@@ -157,15 +314,10 @@ func (f *follower) read(ctx context.Context, announced bool) error {
 			return err
 		}
 		if pg.Next == "" {
-			break
+			return nil
 		}
-		page = pg.Next
+		page, use = pg.Next, rest
 	}
-	if f.sweep != nil {
-		f.sweep.listed = true
-		return f.finishSweep(ctx, r)
-	}
-	return nil
 }
 
 func (f *follower) startSweep(ctx context.Context, cur ledger.Cursor, now time.Time) (*sweep, error) {
@@ -191,14 +343,20 @@ func (f *follower) startSweep(ctx context.Context, cur ledger.Cursor, now time.T
 
 // reader is one poll's state.
 type reader struct {
-	f         *follower
+	f  *follower
+	pr *pollRun
+	// acc is how the reader's item-level requests (comments, removal
+	// checks) draw on the budget.
+	acc       access
 	tr        tracker.Tracker
 	scope     Scope
 	announced bool
 	sweep     *sweep
 }
 
-func (r *reader) use(tr tracker.Tracker) {
+// with notes the tracker a request used, for the scope of what it
+// publishes.
+func (r *reader) with(tr tracker.Tracker) {
 	r.tr = tr
 	r.scope = Scope{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Project: tr.Project(), Tracker: r.f.b.Kind()}
 }
@@ -360,7 +518,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		if snap != nil {
 			since = snap.CommentsUntil
 		}
-		err := r.f.request(ctx, func(tr tracker.Tracker) error {
+		err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
 			var err error
 			comments, err = tr.Comments(ctx, it.Ref.ID, since)
 			return err
@@ -505,10 +663,14 @@ func (r *reader) publish(ctx context.Context, e eventlog.Event) error {
 		return &stopError{err: err}
 	}
 	if appended {
+		if r.pr != nil {
+			r.pr.published++
+		}
 		fs.m.Add(metrics.Published, 1, r.labels())
 		// Changes a poll published that no nudge announced are counted,
 		// removals excepted: no webhook announces them (ADR-0036).
 		if !r.announced && e.Type != TypeItemRemoved {
+			r.f.update(func(s *state) { s.unnudged++ })
 			fs.m.Add(metrics.Unnudged, 1, r.labels())
 		}
 	}

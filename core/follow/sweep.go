@@ -67,16 +67,9 @@ func (r *reader) remove(ctx context.Context, id string) error {
 	if row != nil {
 		key = row.Key.Key
 	}
-	if r.tr == nil {
-		tr, err := fs.conns.Tracker(ctx, r.f.b)
-		if err != nil {
-			return err
-		}
-		r.use(tr)
-	}
-
 	var read tracker.Item
-	err = r.f.request(ctx, func(tr tracker.Tracker) error {
+	err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+		r.with(tr)
 		var err error
 		read, err = tr.Item(ctx, id)
 		return err
@@ -94,7 +87,7 @@ func (r *reader) remove(ctx context.Context, id string) error {
 		// archived (ADR-0036); Plane reads an archived item as missing by
 		// its id and finds it by its key.
 		var found tracker.Item
-		ferr := r.f.request(ctx, func(tr tracker.Tracker) error {
+		ferr := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
 			var err error
 			found, err = tr.Find(ctx, key)
 			return err

@@ -48,6 +48,8 @@ func TestTrackerFollower(t *testing.T) {
 		{"AChangeReadAgainAfterTheItemMovedIsNotPublishedTwice", changeReadAgainAfterMove},
 		{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
 		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
+		{"AnIdleBudgetSweepsEveryMinuteSoADeletionIsFoundWithinTwo", idleSweeps},
+		{"ABusyBudgetSweepsOnlyWhenTheDayIsUp", busySweeps},
 		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
 		{"ACommentInTheSameSecondAsTheLastChangeIsRead", sameSecondComment},
 		{"AnOlderVersionReadLateIsNotADiff", olderVersionReadLate},
@@ -59,7 +61,8 @@ func TestTrackerFollower(t *testing.T) {
 		{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
 		{"SwitchedOffIsNothing", switchedOffIsNothing},
 		{"RateLimitIsWaitedOutWithJitter", rateLimitWaitedOut},
-		{"PollOutOfBudgetStopsAtTheItemAndWaitsForItsNextInterval", pollOutOfBudget},
+		{"NudgedPollOutOfBudgetStopsAtTheItemAndTheFloorReadsTheRest", pollOutOfBudget},
+		{"NudgeWithNothingToSpareWaitsForTheFloor", nudgeWithNothingToSpareWaitsForTheFloor},
 		{"ProjectionMapsToTheApplicationsEvent", projectionMaps},
 		{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
 		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
@@ -370,6 +373,7 @@ func lostSnapshotReadsAsNewOnce(t *testing.T) {
 }
 
 func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
+	// The seeds' sweep alone: once a day.
 	e := newEnv(t, withFlavour(flavour))
 	deleted := e.ensure("deleted", tracker.Draft{Title: "D"})
 	archived := e.ensure("archived", tracker.Draft{Title: "A"})
@@ -603,7 +607,7 @@ func switchedOffIsNothing(t *testing.T) {
 }
 
 func rateLimitWaitedOut(t *testing.T) {
-	e := newEnv(t, withOptions(follow.Options{Jitter: func(max time.Duration) time.Duration {
+	e := newEnv(t, withOptions(follow.Options{SweepMin: -1, Jitter: func(max time.Duration) time.Duration {
 		if max != time.Second {
 			panic("jitter of up to a second")
 		}
@@ -620,7 +624,7 @@ func rateLimitWaitedOut(t *testing.T) {
 }
 
 func pollOutOfBudget(t *testing.T) {
-	e := newEnv(t, withBudget(4))
+	e := newEnv(t, withBudget(40))
 	items := []tracker.Item{e.person("1"), e.person("2"), e.person("3")}
 	e.start() // t=1; the first read took one request at t=0
 	for _, it := range items {
@@ -629,23 +633,94 @@ func pollOutOfBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.after(26 * time.Second)
-	// t=30: the page and two items' comments; the third's are out of budget.
+	// t=4: writes spend 34 of the minute's 40 and the first read took one;
+	// the budget keeps two for a connection's reads. A nudged poll takes
+	// only what is left: its page and two items' comments, not the
+	// third's.
+	e.bud.Spend("acme/fake", 34)
+	e.fs.Nudge(ctx, tenant, "fake", "proj")
+	e.after(3 * time.Second)
 	e.wantEvents(2)
 	if c := e.cursor(); c.ItemID != items[1].Ref.ID {
 		t.Fatalf("cursor at %s, want past the second item only", c.ItemID)
 	}
-	e.after(29 * time.Second)
-	if n := len(e.rec.first()); n != 2 {
-		t.Fatalf("%d polls by t=59, want a poll out of budget to wait its interval", n)
-	}
-	e.after(time.Second) // t=60 finds one request left: the page alone
-	e.wantEvents(2)
-	if n := len(e.rec.first()); n != 3 {
-		t.Fatalf("%d polls by t=60, want 3", n)
-	}
-	e.poll() // t=90: the minute freed what t=30 took
+	// t=30: the scheduled poll is the binding's floor, whatever writes
+	// spent: it reads the third.
+	e.after(23 * time.Second)
 	e.wantEvents(3)
+	if got := e.m.Get(metrics.PollsDeferred); got != 0 {
+		t.Fatalf("%v polls deferred, want none: the nudged poll ran as far as the budget let it", got)
+	}
+}
+
+func nudgeWithNothingToSpareWaitsForTheFloor(t *testing.T) {
+	e := newEnv(t, withBudget(40))
+	a := e.person("A")
+	e.start()
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "A'"); err != nil {
+		t.Fatal(err)
+	}
+	e.bud.Spend("acme/fake", 40) // writes spent the whole minute
+	e.fs.Nudge(ctx, tenant, "fake", "proj")
+	e.after(5 * time.Second)
+	e.wantEvents(0)
+	if got := e.m.Get(metrics.PollsDeferred); got != 1 {
+		t.Fatalf("%v polls deferred, want the nudged one", got)
+	}
+	e.after(25 * time.Second) // t=31: the scheduled poll
+	e.wantEvents(1)
+	if got := e.m.Get(metrics.Unnudged); got != 0 {
+		t.Fatalf("the change counted unnudged (%v): its nudge was deferred, not missed", got)
+	}
+}
+
+func idleSweeps(t *testing.T) {
+	e := newEnv(t, withOptions(follow.Options{SweepMin: time.Minute}))
+	gone := e.person("gone")
+	e.start()
+	if err := e.fake.Delete(ctx, gone.Ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.after(2 * time.Minute)
+	evs := e.wantEvents(1)
+	if evs[0].Type != follow.TypeItemRemoved {
+		t.Fatalf("event %s, want the removal", evs[0].Type)
+	}
+	e.after(10 * time.Minute)
+	if n := len(e.rec.sweeps()); n < 9 || n > 13 {
+		t.Fatalf("%d sweeps in 12 minutes of an idle budget, want about one a minute", n)
+	}
+}
+
+func busySweeps(t *testing.T) {
+	e := newEnv(t, withBudget(40), withOptions(follow.Options{SweepMin: time.Minute}))
+	gone := e.person("gone")
+	e.start()
+	if err := e.fake.Delete(ctx, gone.Ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Writes spend 30 requests a minute: more than half the budget, so no
+	// sweep comes before its day.
+	go func() {
+		for {
+			e.bud.Spend("acme/fake", 5)
+			select {
+			case <-e.ctx.Done():
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}()
+	e.after(time.Hour)
+	e.wantEvents(0)
+	if n := len(e.rec.sweeps()); n != 0 {
+		t.Fatalf("%d sweeps while writes kept the budget busy", n)
+	}
+	if n := len(e.rec.first()); n < 110 {
+		t.Fatalf("%d polls in an hour, want the floor's two a minute", n)
+	}
+	e.after(follow.DefaultSweepEvery)
+	e.wantEvents(1)
 }
 
 func projectionMaps(t *testing.T) {
@@ -977,7 +1052,7 @@ func olderVersionReadLate(t *testing.T) {
 // A service sets ReopenAfter: a follower stopped by a failure that passes
 // reads again from its cursor, and what it had not published is published.
 func reopenedAfter(t *testing.T) {
-	e := newEnv(t, withOptions(follow.Options{ReopenAfter: time.Minute}))
+	e := newEnv(t, withOptions(follow.Options{SweepMin: -1, ReopenAfter: time.Minute}))
 	a := e.person("A")
 	e.start()
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {

@@ -112,3 +112,13 @@ func put(vs map[string]string, f string, list []string) {
 	}
 	vs[f] = strings.Join(list, pendingSep)
 }
+
+// Last answers the value relayr set on a field last, of its recorded values
+// ("" when none is recorded).
+func Last(recorded string) string {
+	list := Pending(recorded)
+	if len(list) == 0 {
+		return ""
+	}
+	return list[len(list)-1]
+}

@@ -30,6 +30,18 @@ const (
 	Published = "relayr.trackers.published"
 	// Echoes counts read-back values dropped as relayr's own.
 	Echoes = "relayr.trackers.echoes"
+	// RateLimited counts the 429s a tracker answered, per tenant's key.
+	RateLimited = "relayr.trackers.rate_limited"
+	// SpareRefused counts the spare requests (a nudged poll, an early
+	// sweep) the budget refused a key for want of what writes and the
+	// floor left.
+	SpareRefused = "relayr.budget.spare_refused"
+	// PollsDeferred counts a binding's polls deferred for budget: a nudged
+	// poll with nothing to spare, which waits for the binding's next
+	// scheduled poll.
+	PollsDeferred = "relayr.followers.polls_deferred"
+	// Polls counts a binding's completed polls.
+	Polls = "relayr.followers.polls"
 )
 
 // Labels qualify a count (tenant, workspace, tracker…).

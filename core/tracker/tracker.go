@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -329,4 +330,17 @@ type DescriptionHolder interface {
 // the read of the existing item.
 type KeyGuard interface {
 	GuardsKeys() bool
+}
+
+// Sent tells whoever meters ctx's requests that one tracker request was
+// sent. relayr's budget meters a tracker's requests through ctx's
+// httptrace.ClientTrace (its WroteRequest hook), which net/http calls for
+// every request an adapter writes, so adapters on net/http never call Sent.
+// A Tracker that sends no HTTP of its own (the fake, an in-process tracker)
+// calls it once for each request it stands for, so budgets and request
+// counts see it as they would a real one.
+func Sent(ctx context.Context) {
+	if t := httptrace.ContextClientTrace(ctx); t != nil && t.WroteRequest != nil {
+		t.WroteRequest(httptrace.WroteRequestInfo{})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -17,13 +16,20 @@ type UpdateParams struct {
 	Key         string
 	Patch       tracker.Patch
 	Correlation string
+	// Live reads the item first and sends only what differs from what the
+	// tracker holds (ADR-0033's "update reads the item"). Without it the
+	// patch is compared with what relayr knows of the item (its last read
+	// and relayr's own values since) and only what differs is sent: an
+	// edit that changes nothing, a retry among them, sends nothing
+	// (docs/decisions.md).
+	Live bool
 }
 
-// Update edits the key's item (ADR-0033: edits are keyed): it reads the item,
-// sends only the fields that differ from what the tracker holds, and records
-// the values it sends on the key's row first, for the followers to tell
-// relayr's changes from people's. A refused edit puts back the values
-// recorded before it. Update changes only items relayr filed.
+// Update edits the key's item (ADR-0033: edits are keyed): it sends only the
+// fields that differ, and records the values it sends on the key's row
+// first, for the followers to tell relayr's changes from people's. A refused
+// edit puts back the values recorded before it. Update changes only items
+// relayr filed.
 func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, error) {
 	if err := tracker.ValidatePatch(p.Patch); err != nil {
 		return tracker.Item{}, wrap(CodeInvalid, err)
@@ -40,19 +46,49 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
 	defer cancel()
 
-	cur, err := s.readRecorded(ctx, wctx, k, row)
+	// The tracker answers what a value reads back as (Holds); making it
+	// may cost a connection's reads, which the write spends.
+	tr, err := w.conns.Tracker(s.metered(wctx), s.b)
 	if err != nil {
-		return tracker.Item{}, err
-	}
-	var tr tracker.Tracker
-	if err := s.call(wctx, func(t tracker.Tracker) error { tr = t; return nil }); err != nil {
 		return tracker.Item{}, classify(err)
 	}
-	diff, values := differing(tr, cur.Item, p.Patch)
-	if diff.Empty() {
-		// Nothing differs from what the tracker holds: nothing is sent
-		// (ADR-0036: no started sent to a Vikunja task already todo).
-		return cur.Item, nil
+	want := heldPatch(tr, p.Patch)
+	var diff tracker.Patch
+	var values map[string]string
+	var certain map[string]string
+	if !p.Live {
+		if certain, err = s.certain(ctx, row); err != nil {
+			return tracker.Item{}, err
+		}
+	}
+	if coversAll(certain, want) {
+		// Every field named holds a value relayr set, the tracker
+		// answered, and nothing since said otherwise: an edit that
+		// changes nothing, a retry among them, sends nothing
+		// (certain.go, docs/decisions.md); one that changes something
+		// sends what differs.
+		diff, values = pick(p.Patch, want, func(f string) bool { return certain[f] != want[f] })
+		if diff.Empty() {
+			known, err := s.known(ctx, row)
+			if err != nil {
+				return tracker.Item{}, err
+			}
+			return known, nil
+		}
+	} else {
+		// What relayr can't vouch for is read: the item, and what
+		// differs from it is sent (ADR-0033: "update reads the item").
+		res, err := s.readRecorded(ctx, wctx, k, row)
+		if err != nil {
+			return tracker.Item{}, err
+		}
+		diff, values = pick(p.Patch, want, func(f string) bool { return Canonical(f, res.Item) != want[f] })
+		if diff.Empty() {
+			// Nothing differs from what the tracker holds: nothing is
+			// sent (ADR-0036: no started sent to a Vikunja task already
+			// todo).
+			return res.Item, nil
+		}
 	}
 	if err := s.spendCap(ctx, row.Ref.ID); err != nil {
 		return tracker.Item{}, err
@@ -62,12 +98,13 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		return tracker.Item{}, ledgerFailed(err)
 	}
 	var updated tracker.Item
-	err = s.call(wctx, func(t tracker.Tracker) error {
+	err = s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 		var err error
 		updated, err = t.Update(wctx, row.Ref.ID, diff)
 		return err
 	})
 	if err != nil {
+		w.unland(k, values)
 		if tracker.CertainlyNotTaken(err) {
 			// A refused edit puts back the value recorded before it: the
 			// change never landed, so relayr's earlier value is still the
@@ -77,12 +114,14 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 			}
 		}
 		if errors.Is(err, tracker.ErrNotFound) {
+			// A deleted one marks the key (ADR-0033).
 			if merr := w.ledger.MarkDeleted(ctx, k); merr == nil {
 				return tracker.Item{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
 			}
 		}
 		return tracker.Item{}, classify(err)
 	}
+	w.land(ctx, k, row.Ref.ID, values)
 	updated.Ref = mergeRef(row.Ref, updated.Ref)
 	return updated, nil
 }
@@ -104,35 +143,56 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 	return row, nil
 }
 
-// differing answers the part of the patch that differs from the item as the
-// tracker holds it, and the values it sets, as the tracker will hold them.
-func differing(t tracker.Tracker, cur tracker.Item, p tracker.Patch) (tracker.Patch, map[string]string) {
-	var diff tracker.Patch
+// heldPatch answers the values a patch sets, by field, as the tracker will
+// hold them, in canonical JSON.
+func heldPatch(t tracker.Tracker, p tracker.Patch) map[string]string {
 	values := map[string]string{}
-	if p.Title != nil && *p.Title != cur.Title {
-		diff.Title = p.Title
+	if p.Title != nil {
 		values[tracker.FieldTitle] = canonical(*p.Title)
 	}
 	if p.Description != nil {
-		held := HeldDescription(t, *p.Description)
-		if held != cur.Description {
-			diff.Description = p.Description
-			values[tracker.FieldDescription] = canonical(held)
-		}
+		values[tracker.FieldDescription] = canonical(HeldDescription(t, *p.Description))
 	}
 	if p.State != nil {
-		held := t.Holds(*p.State)
-		if held != cur.State {
-			diff.State = p.State
-			values[tracker.FieldState] = canonical(string(held))
-		}
+		values[tracker.FieldState] = canonical(string(t.Holds(*p.State)))
 	}
 	if p.Labels != nil {
-		want := sortedSet(*p.Labels)
-		if !slices.Equal(want, sortedSet(cur.Labels)) {
-			diff.Labels = p.Labels
-			values[tracker.FieldLabels] = canonical(want)
+		values[tracker.FieldLabels] = canonical(sortedSet(*p.Labels))
+	}
+	return values
+}
+
+// pick answers the part of the patch whose fields differ, and the values
+// it sets.
+func pick(p tracker.Patch, want map[string]string, differs func(field string) bool) (tracker.Patch, map[string]string) {
+	var diff tracker.Patch
+	values := map[string]string{}
+	if p.Title != nil && differs(tracker.FieldTitle) {
+		diff.Title = p.Title
+	}
+	if p.Description != nil && differs(tracker.FieldDescription) {
+		diff.Description = p.Description
+	}
+	if p.State != nil && differs(tracker.FieldState) {
+		diff.State = p.State
+	}
+	if p.Labels != nil && differs(tracker.FieldLabels) {
+		diff.Labels = p.Labels
+	}
+	for f, v := range want {
+		if differs(f) {
+			values[f] = v
 		}
 	}
 	return diff, values
+}
+
+// coversAll reports whether every field of want is known.
+func coversAll(known, want map[string]string) bool {
+	for f := range want {
+		if _, ok := known[f]; !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/integrations"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -63,32 +65,59 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Ledger is what a Writer keeps in the ledger: the claims, and the
+// followers' snapshots it answers recorded items from.
+type Ledger interface {
+	ledger.Claims
+	Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error)
+}
+
 // Config is what a Writer needs.
 type Config struct {
-	Ledger       ledger.Claims
+	Ledger       Ledger
 	Connections  *binding.Connections
 	Integrations integrations.Integrations // Always when nil
 	Clock        clock.Clock               // System when nil
 	Budget       *budget.Budget            // none when nil
 	Metrics      metrics.Metrics           // Discard when nil
-	Options      Options
+	// Log is the event log the followers publish to. With it, an edit
+	// relayr's own answered write already made is answered without a
+	// request (certain.go); without it every edit reads the item first.
+	Log eventlog.Log
+
+	Options Options
 }
 
 // Writer files, edits and comments once per key. It is safe for concurrent
 // use.
 type Writer struct {
-	ledger ledger.Claims
+	log    eventlog.Log
+	ledger Ledger
 	conns  *binding.Connections
 	integ  integrations.Integrations
 	clock  clock.Clock
 	budget *budget.Budget
 	m      metrics.Metrics
 	opts   Options
+
+	// settled are the claims attempts of this process hold, which wake
+	// the attempts waiting on them when they end (waitForHolder).
+	mu      sync.Mutex
+	settled map[ledger.Key]*settle
+	// landed is what the tracker answered relayr's own writes with, by
+	// key, the oldest key first in landedKeys (certain.go).
+	landed     map[ledger.Key]*landing
+	landedKeys []ledger.Key
+	// heads is how far this Writer read each workspace's log.
+	heads map[string]int64
 }
 
 // New returns a Writer.
 func New(c Config) *Writer {
-	w := &Writer{ledger: c.Ledger, conns: c.Connections, integ: c.Integrations, clock: c.Clock, budget: c.Budget, m: c.Metrics, opts: c.Options.withDefaults()}
+	w := &Writer{
+		log: c.Log, ledger: c.Ledger, conns: c.Connections, integ: c.Integrations, clock: c.Clock, budget: c.Budget, m: c.Metrics,
+		opts: c.Options.withDefaults(), settled: map[ledger.Key]*settle{}, landed: map[ledger.Key]*landing{}, heads: map[string]int64{},
+	}
 	if w.integ == nil {
 		w.integ = integrations.Always
 	}
@@ -108,6 +137,11 @@ type EnsureParams struct {
 	Key         string
 	Draft       tracker.Draft
 	Correlation string
+	// Live reads a recorded key's item from the tracker before answering
+	// it (one request), as ADR-0033 has it. Without it a recorded key is
+	// answered from the ledger with no request at all (Known): a retried
+	// filing costs the tracker nothing (docs/decisions.md).
+	Live bool
 }
 
 // How an item came to be answered.
@@ -133,11 +167,19 @@ type session struct {
 	b binding.Binding
 }
 
-func (s session) call(ctx context.Context, fn func(tracker.Tracker) error) error {
-	if s.w.budget != nil {
-		s.w.budget.Spend(s.b.BudgetKey(), 1) // writes spend and are never held back
+// call makes a write's tracker calls: every request they send (a
+// connection's reads, a lookup, labels) spends the key's budget, and none is
+// held back (ADR-0036: "writes spend it and are never held back").
+func (s session) call(ctx context.Context, fn func(ctx context.Context, t tracker.Tracker) error) error {
+	return s.w.conns.Do(s.metered(ctx), s.b, fn)
+}
+
+// metered is ctx with the write's requests counted in the key's budget.
+func (s session) metered(ctx context.Context) context.Context {
+	if s.w.budget == nil {
+		return ctx
 	}
-	return s.w.conns.Do(ctx, s.b, fn)
+	return s.w.budget.Writing(ctx, s.b.BudgetKey())
 }
 
 // begin checks input and the switch, in that order, before anything touches
@@ -185,13 +227,30 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 	}
 	draft := withDefaults(p.Draft, s.b.Defaults)
 	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindItem, Key: p.Key}
+	for range 3 {
+		res, err := s.ensure(ctx, k, p, draft)
+		if !errors.Is(err, errReleased) {
+			return res, err
+		}
+		// The attempt waited for gave the key up (the tracker certainly
+		// didn't take its write): claim it afresh.
+	}
+	return Result{}, &Error{Code: CodeClaimed, RetryAfter: time.Second, Err: fmt.Errorf("key %q was claimed and given up again and again", p.Key)}
+}
 
+func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft tracker.Draft) (Result, error) {
+	w := s.w
 	// The ledger claims every key before anything is sent.
 	row, outcome, err := w.ledger.Claim(ctx, ledger.ClaimParams{
 		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
 	})
 	if err != nil {
 		return Result{}, ledgerFailed(err)
+	}
+	if outcome == ledger.Fresh || outcome == ledger.Retaken {
+		// Whatever becomes of this attempt, the attempts waiting on its
+		// claim here look again at once.
+		defer w.hold(k, row.Nonce)()
 	}
 	// One bound on all writes under the claim.
 	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
@@ -202,10 +261,16 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 		// A deleted item marks its key; nothing is asked of the tracker.
 		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
 	case ledger.Held:
-		// A fresh claim held by another attempt fails this one, to be retried.
-		return Result{}, wrap(CodeClaimed, fmt.Errorf("key %q is claimed by another attempt", p.Key))
+		// A fresh claim held by another attempt fails this one, to be
+		// retried; first it waits for that attempt's record, up to its
+		// write bound (docs/decisions.md).
+		row, err = w.waitForHolder(ctx, k, row)
+		if err != nil {
+			return Result{}, err
+		}
+		return s.answerRecorded(ctx, wctx, k, row, p.Live)
 	case ledger.Recorded:
-		return s.readRecorded(ctx, wctx, k, row)
+		return s.answerRecorded(ctx, wctx, k, row, p.Live)
 	case ledger.Retaken:
 		if s.guardsKeys(wctx) {
 			// The tracker's create is itself the lookup (Plane's 409):
@@ -215,7 +280,7 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 		// The lookup before the create: an earlier attempt may have made
 		// the item and died before recording it.
 		var found tracker.Item
-		err := s.call(wctx, func(tr tracker.Tracker) error {
+		err := s.call(wctx, func(wctx context.Context, tr tracker.Tracker) error {
 			var err error
 			found, err = tr.Find(wctx, p.Key)
 			return err
@@ -238,7 +303,7 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 // guardsKeys asks the binding's tracker whether its create refuses a second
 // item under a key (tracker.KeyGuard).
 func (s session) guardsKeys(ctx context.Context) bool {
-	tr, err := s.w.conns.Tracker(ctx, s.b)
+	tr, err := s.w.conns.Tracker(s.metered(ctx), s.b)
 	if err != nil {
 		return false
 	}
@@ -249,10 +314,12 @@ func (s session) guardsKeys(ctx context.Context) bool {
 // create files the draft under the claim and records it.
 func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
 	var made tracker.Item
-	err := s.call(wctx, func(t tracker.Tracker) error {
+	var filed map[string]string
+	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 		// Filing records the values it files, as the tracker will hold
 		// them, before it creates the item (ADR-0036: echoes by value).
-		if _, err := s.w.ledger.SetValues(ctx, k, heldValues(t, d)); err != nil {
+		filed = heldValues(t, d)
+		if _, err := s.w.ledger.SetValues(ctx, k, filed); err != nil {
 			return fmt.Errorf("%w: %w", errLedger, err)
 		}
 		var err error
@@ -265,7 +332,7 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 		// Plane's 409 is the second guard: read the existing item by the
 		// external-id lookup, which also finds archived items.
 		var found tracker.Item
-		err := s.call(wctx, func(t tracker.Tracker) error {
+		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 			var err error
 			found, err = t.Find(wctx, k.Key)
 			return err
@@ -280,6 +347,9 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	res, err := s.record(ctx, wctx, k, nonce, made, Created)
 	if err == nil {
 		s.countWrite(ctx, made.Ref.ID)
+		if res.Item.Ref.ID == made.Ref.ID {
+			s.w.land(ctx, k, made.Ref.ID, filed)
+		}
 	}
 	return res, err
 }
@@ -290,7 +360,7 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, found tracker.Item, d tracker.Draft) (Result, error) {
 	if missing := missingLabels(found.Labels, d.Labels); len(missing) > 0 {
 		labels := append(slices.Clone(found.Labels), missing...)
-		err := s.call(wctx, func(t tracker.Tracker) error {
+		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 			if _, err := s.w.ledger.SetValues(ctx, k, map[string]string{tracker.FieldLabels: canonical(sortedSet(labels))}); err != nil {
 				return fmt.Errorf("%w: %w", errLedger, err)
 			}
@@ -336,7 +406,7 @@ func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, i
 // marks the key deleted; an archived one is answered (ADR-0033).
 func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledger.Claim) (Result, error) {
 	var it tracker.Item
-	err := s.call(wctx, func(t tracker.Tracker) error {
+	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 		var err error
 		it, err = t.Item(wctx, row.Ref.ID)
 		if errors.Is(err, tracker.ErrNotFound) {

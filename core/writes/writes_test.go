@@ -44,7 +44,7 @@ func newEnv(t *testing.T, f faketracker.Flavour) *env {
 	sw := integrations.NewSwitches()
 	m := metrics.NewMemory()
 	bud := budget.New(clk, 40)
-	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m, Budget: bud})
+	w := writes.New(writes.Config{Ledger: led, Log: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m, Budget: bud})
 	return &env{t: t, clock: clk, fake: fake, ledger: led, conns: conns, switch_: sw, m: m, budget: bud, w: w}
 }
 
@@ -57,6 +57,15 @@ func (e *env) mustEnsure(key string, d tracker.Draft) writes.Result {
 	r, err := e.ensure(key, d)
 	if err != nil {
 		e.t.Fatalf("EnsureItem(%q): %v", key, err)
+	}
+	return r
+}
+
+func (e *env) mustEnsureLive(key string, d tracker.Draft) writes.Result {
+	e.t.Helper()
+	r, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: key, Draft: d, Live: true})
+	if err != nil {
+		e.t.Fatalf("EnsureItem(%q, live): %v", key, err)
 	}
 	return r
 }
@@ -105,7 +114,7 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
-	t.Run("AFreshClaimHeldElsewhereFailsAsTrackerClaimedAndSendsNothing", func(t *testing.T) {
+	t.Run("AFreshClaimHeldElsewhereFailsAsTrackerClaimedUntilItCanResolveAndSendsNothing", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		_, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{
 			Key: ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second,
@@ -113,13 +122,97 @@ func TestEnsureItem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeClaimed)
+		for _, c := range []struct {
+			at, retryAfter time.Duration
+		}{
+			// Within the holder's write bound: retry when it ends.
+			{0, 20 * time.Second},
+			{5 * time.Second, 15 * time.Second},
+			// Past it, the holder recorded nothing: retry when the claim
+			// can be retaken.
+			{25 * time.Second, 5 * time.Second},
+			{30 * time.Second, time.Second},
+		} {
+			e.clock.Set(t0.Add(c.at))
+			_, err = e.ensure("k", tracker.Draft{Title: "x"})
+			wantCode(t, err, writes.CodeClaimed)
+			var we *writes.Error
+			if !errors.As(err, &we) || we.RetryAfter != c.retryAfter {
+				t.Fatalf("at +%v: retry after %v, want %v", c.at, we, c.retryAfter)
+			}
+		}
 		if !writes.CodeClaimed.Retryable() {
 			t.Fatal("tracker_claimed must be retryable")
 		}
 		if e.fake.TotalCalls() != 0 {
 			t.Fatalf("a held claim sent %v", calls(e))
+		}
+	})
+
+	t.Run("AKeyALiveAttemptIsFilingAnswersItsItemOnceRecordedAndSendsNothing", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{slow}})
+		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		first := make(chan writes.Result, 1)
+		go func() { r, _ := e.ensure("k", tracker.Draft{Title: "x"}); first <- r }()
+		<-slow.entered
+		second := make(chan error, 1)
+		var got writes.Result
+		go func() {
+			var err error
+			got, err = e.ensure("k", tracker.Draft{Title: "x"})
+			second <- err
+		}()
+		// The second waits for the first: nothing but the first's bound
+		// runs on the clock.
+		if err := e.clock.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-second:
+			t.Fatalf("the second attempt answered before the first recorded: %v", err)
+		default:
+		}
+		before := e.fake.TotalCalls()
+		close(slow.release)
+		filed := <-first
+		if err := <-second; err != nil {
+			t.Fatalf("the waiting attempt: %v", err)
+		}
+		if got.Item.Ref.ID != filed.Item.Ref.ID || got.How != writes.Existing || got.Item.Title != "x" {
+			t.Fatalf("the waiting attempt answered %+v, want the filed item %s", got, filed.Item.Ref.ID)
+		}
+		if n := e.fake.TotalCalls() - before; n != 1 {
+			t.Fatalf("%d calls after the first attempt's create, want none of the second's", n-1)
+		}
+	})
+
+	t.Run("ARetriedFilingOfARecordedKeyIsAnsweredFromTheLedgerWithNoRequest", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		filed := e.mustEnsure("k", tracker.Draft{Title: "Disk full", Labels: []string{"ci"}, State: tracker.Started})
+		e.fake.ResetCalls()
+		for range 5 {
+			r := e.mustEnsure("k", tracker.Draft{Title: "Disk full"})
+			if r.How != writes.Existing || r.Item.Ref != filed.Item.Ref || r.Item.Title != "Disk full" ||
+				r.Item.State != tracker.Todo || len(r.Item.Labels) != 1 {
+				t.Fatalf("retry answered %+v, want the recorded item %+v", r, filed.Item)
+			}
+		}
+		if n := e.fake.TotalCalls(); n != 0 {
+			t.Fatalf("five retries made %d tracker requests, want none", n)
+		}
+		if left := e.budget.Left("acme/fake"); left != 40-1 { // the create
+			t.Fatalf("budget left %d, want the retries to spend none", left)
+		}
+		// A caller that wants the live item asks for it.
+		r, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Live: true})
+		if err != nil || r.How != writes.Existing {
+			t.Fatalf("live: %+v, %v", r, err)
+		}
+		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
+			t.Fatalf("a live answer made %v, want one read", c)
 		}
 	})
 
@@ -216,29 +309,29 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
-	t.Run("ARecordedItemIsReadBeforeItIsReturned", func(t *testing.T) {
+	t.Run("LiveARecordedItemIsReadBeforeItIsReturned", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
 		if err := e.fake.Retitle(context.Background(), r.Item.Ref.ID, "renamed by a person"); err != nil {
 			t.Fatal(err)
 		}
 		e.fake.ResetCalls()
-		again := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		again := e.mustEnsureLive("k", tracker.Draft{Title: "x"})
 		if again.Item.Title != "renamed by a person" {
 			t.Fatalf("title %q: the recorded item was not read", again.Item.Title)
 		}
 		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
-			t.Fatalf("calls %v: a retried filing of a recorded key costs one read", c)
+			t.Fatalf("calls %v: a live answer costs one read", c)
 		}
 	})
 
-	t.Run("ADeletedItemMarksItsKeyAndDeletedIsAnsweredFromThenOnWithoutAsking", func(t *testing.T) {
+	t.Run("ADeletedItemReadLiveMarksItsKeyAndDeletedIsAnsweredFromThenOnWithoutAsking", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
 		if err := e.fake.Delete(context.Background(), r.Item.Ref.ID); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.ensure("k", tracker.Draft{Title: "x"})
+		_, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Live: true})
 		wantCode(t, err, writes.CodeDeleted)
 		if !e.row(ledger.KindItem, "k").Deleted {
 			t.Fatal("the key is not marked deleted")
@@ -254,13 +347,13 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
-	t.Run("AnArchivedItemIsReturned", func(t *testing.T) {
+	t.Run("AnArchivedItemIsReturnedLive", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
 		if err := e.fake.Archive(r.Item.Ref.ID); err != nil {
 			t.Fatal(err)
 		}
-		again := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		again := e.mustEnsureLive("k", tracker.Draft{Title: "x"})
 		if !again.Item.Archived || again.Item.Ref.ID != r.Item.Ref.ID {
 			t.Fatalf("answered %+v, want the archived item", again.Item)
 		}
@@ -446,12 +539,65 @@ func TestUpdate(t *testing.T) {
 		if got.State != tracker.Done || got.Ref.ID != r.Item.Ref.ID {
 			t.Fatalf("item %+v", got)
 		}
-		if c := calls(e); c[faketracker.MethodUpdate] != 1 || c[faketracker.MethodItem] != 1 {
+		// The filing's answer told relayr what the tracker holds: the edit
+		// reads nothing first.
+		if c := calls(e); c[faketracker.MethodUpdate] != 1 || len(c) != 1 {
 			t.Fatalf("calls %v", c)
 		}
 		v := e.row(ledger.KindItem, "k").Values
 		if last(v[tracker.FieldState]) != `"done"` {
 			t.Fatalf("values %v: the state sent is not recorded", v)
+		}
+	})
+
+	t.Run("ARetriedEditSendsNothing", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
+		if _, err := e.update("k", tracker.Patch{Title: ptr("y")}); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.ResetCalls()
+		for range 3 {
+			got, err := e.update("k", tracker.Patch{Title: ptr("y")})
+			if err != nil || got.Title != "y" {
+				t.Fatalf("retry answered %+v, %v", got, err)
+			}
+		}
+		if n := e.fake.TotalCalls(); n != 0 {
+			t.Fatalf("three retried edits made %d requests, want none", n)
+		}
+	})
+
+	t.Run("AnEditWhoseAnswerWasLostReadsTheItemBeforeItSendsAgain", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
+		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
+		_, err := e.update("k", tracker.Patch{Title: ptr("y")})
+		wantCode(t, err, writes.CodeUnavailable)
+		e.fake.ResetCalls()
+		// relayr recorded y and never heard whether it landed: the retry
+		// asks the tracker, which holds x, and sends y.
+		if _, err := e.update("k", tracker.Patch{Title: ptr("y")}); err != nil {
+			t.Fatal(err)
+		}
+		if c := calls(e); c[faketracker.MethodItem] != 1 || c[faketracker.MethodUpdate] != 1 {
+			t.Fatalf("calls %v, want a read and the edit", c)
+		}
+	})
+
+	t.Run("LiveAnEditReadsTheItemFirst", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
+		if err := e.fake.Retitle(context.Background(), r.Item.Ref.ID, "y"); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.ResetCalls()
+		// The tracker holds the person's y already: nothing is sent.
+		if _, err := e.w.Update(context.Background(), writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: ptr("y")}, Live: true}); err != nil {
+			t.Fatal(err)
+		}
+		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
+			t.Fatalf("calls %v, want one read and nothing sent", c)
 		}
 	})
 

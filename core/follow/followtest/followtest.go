@@ -61,8 +61,8 @@ var scenarios = []struct {
 	run  func(t *testing.T, s Store)
 }{
 	{"ThreeReplicasPublishEveryChangeOnceAndNoneOfRelayrs", threeReplicas},
-	{"Budget/WritesTaking35OfThe40SlowPollsAndLoseNothing", budgetSlowsPolls},
-	{"Budget/WritesTakingMoreThan40StillGoAndPollsWait", budgetWritesOver40},
+	{"Budget/WritesAtTwiceTheBudgetForTenMinutesDelayNoChangePastTwoIntervals", budgetFloor},
+	{"Budget/AStartWith50BindingsStaysWithinTheBudgetEveryMinute", budgetStart},
 	{"Loops/ARuleAnsweringEveryChangeStopsAt20WritesAnHour", loops},
 }
 
@@ -96,7 +96,7 @@ type process struct {
 func newProcess(t *testing.T, s Store, name string, m metrics.Metrics, limit int, bindings ...binding.Binding) *process {
 	p := &process{name: name, bud: budget.New(clock.System{}, limit)}
 	p.conns = binding.NewConnections(clock.System{}, creds(), bindings...)
-	p.w = writes.New(writes.Config{Ledger: s.Ledger, Connections: p.conns, Budget: p.bud, Metrics: m})
+	p.w = writes.New(writes.Config{Ledger: s.Ledger, Log: s.Log, Connections: p.conns, Budget: p.bud, Metrics: m})
 	p.fs = follow.New(follow.Config{
 		Ledger: s.Ledger, Log: s.Log, Connections: p.conns, Budget: p.bud, Metrics: m, Logger: quiet, Holder: name,
 	})
@@ -400,120 +400,214 @@ func pressure(t *testing.T, s Store, limit int) (followed, other *faketracker.Tr
 	p = newProcess(t, s, "replica", m, limit, ops)
 	// The writer knows both workspaces; the followers only the bound one.
 	p.w = writes.New(writes.Config{
-		Ledger: s.Ledger, Budget: p.bud, Metrics: m,
+		Ledger: s.Ledger, Log: s.Log, Budget: p.bud, Metrics: m,
 		Connections: binding.NewConnections(clock.System{}, creds(), ops, binding.Binding{Tenant: tenant, Workspace: "builds", Connector: &faketracker.Connector{Fake: other}}),
 	})
 	return followed, other, p, m
 }
 
-// writeFor files perMinute items a minute in the other workspace for d,
-// spread evenly, and answers how many it filed; a write is never held back.
-func writeFor(t *testing.T, p *process, perMinute int, d time.Duration) (done chan int) {
-	done = make(chan int, 1)
-	ctx := t.Context() // ends when the test does, failed or not
+// seen watches the log every second and answers when each event id first
+// showed up in it.
+func seen(t *testing.T, l eventlog.Log, stop <-chan struct{}) (at func(id string) (time.Time, bool)) {
+	var mu sync.Mutex
+	first := map[string]time.Time{}
+	go func() {
+		for {
+			for _, e := range readAll(t, l) {
+				mu.Lock()
+				if _, ok := first[e.ID]; !ok {
+					first[e.ID] = time.Now()
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func(id string) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		t, ok := first[id]
+		return t, ok
+	}
+}
+
+// budgetFloor: a rule writes at twice the budget for ten minutes (filings
+// in another project of the key, and edits of relayr's own items in the
+// followed one) while a person changes the followed project every seven
+// seconds. Writes are never held back, and the polls keep their floor: every
+// change of the person's reaches the log within two poll intervals plus
+// the debounce, once, and none of relayr's edits does.
+func budgetFloor(t *testing.T, s Store) {
+	followed, other, p, m := pressure(t, s, budget.DefaultLimit)
+	var people, mine []string
+	for i := range 20 {
+		it, err := followed.PersonCreate(tracker.Draft{Title: fmt.Sprint("item ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		people = append(people, it.Ref.ID)
+		key := fmt.Sprint("rule-", i)
+		if _, err := p.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: tenant, Workspace: workspace, Key: key, Draft: tracker.Draft{Title: key}}); err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, key)
+	}
+	p.fs.Start(t.Context())
+	time.Sleep(time.Minute)
+	stop := make(chan struct{})
+	defer close(stop)
+	firstSeen := seen(t, s.Log, stop)
+
+	// The rule: 80 writes a minute, one in four an edit of its own items.
+	writesDone := make(chan int, 1)
 	go func() {
 		n := 0
-		gap := time.Minute / time.Duration(perMinute)
-		for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
-			key := fmt.Sprint("build-", n)
-			_, err := p.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: tenant, Workspace: "builds", Key: key, Draft: tracker.Draft{Title: key}})
+		for end := time.Now().Add(10 * time.Minute); time.Now().Before(end) && t.Context().Err() == nil; n++ {
+			var err error
+			if n%4 == 3 {
+				key := mine[(n/4)%len(mine)]
+				_, err = p.w.Update(context.Background(), writes.UpdateParams{Tenant: tenant, Workspace: workspace, Key: key, Patch: tracker.Patch{Title: new(fmt.Sprint(key, " edit ", n))}})
+			} else {
+				key := fmt.Sprint("build-", n)
+				_, err = p.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: tenant, Workspace: "builds", Key: key, Draft: tracker.Draft{Title: key}})
+			}
 			if err != nil {
 				t.Errorf("a write was held back: %v", err)
 			}
-			n++
-			select {
-			case <-time.After(gap):
-			case <-ctx.Done():
+			time.Sleep(time.Minute / 80)
+		}
+		writesDone <- n
+	}()
+
+	// The person: a change every seven seconds for the same ten minutes.
+	type change struct {
+		id string
+		at time.Time
+	}
+	var changes []change
+	for i := 0; i < 10*60/7; i++ {
+		id := people[i%len(people)]
+		from := mustSnapshot(followed, id)
+		if err := followed.Retitle(context.Background(), id, fmt.Sprint("changed ", i)); err != nil {
+			t.Fatal(err)
+		}
+		it := mustSnapshot(followed, id)
+		changes = append(changes, change{scope.ChangedID(id, tracker.FieldTitle, writes.Canonical(tracker.FieldTitle, it), from.UpdatedAt), time.Now()})
+		time.Sleep(7 * time.Second)
+	}
+	n := <-writesDone
+	time.Sleep(2 * time.Minute)
+
+	bound := 2*follow.DefaultPollEvery + follow.DefaultDebounce
+	worst := time.Duration(0)
+	for _, c := range changes {
+		at, ok := firstSeen(c.id)
+		if !ok {
+			t.Fatalf("a change made at %v never reached the log", c.at)
+		}
+		worst = max(worst, at.Sub(c.at))
+	}
+	t.Logf("writes=%d (%.0f a minute) changes=%d worst delay=%v", n, float64(n)/10, len(changes), worst)
+	if worst > bound {
+		t.Fatalf("a change reached the log %v after it was made, want within %v", worst, bound)
+	}
+	if got := len(readAll(t, s.Log)); got != len(changes) {
+		t.Fatalf("%d events, want the %d changes once each and none of relayr's edits", got, len(changes))
+	}
+	if other.Calls(faketracker.MethodCreate) < n*3/4-1 {
+		t.Fatalf("%d filings went of about %d, want every write to go", other.Calls(faketracker.MethodCreate), n*3/4)
+	}
+	if m.Get(metrics.Echoes) == 0 {
+		t.Fatal("no echo was dropped: the rule's edits were never read back")
+	}
+}
+
+// budgetStart: one replica starts following 50 projects under one key,
+// each connection reading two things before its first poll. The budget
+// paces every request, the connections' reads included, so no minute sees
+// more than the budget; the polls stretch evenly to what the budget can
+// carry, and every project is read within two of those intervals.
+func budgetStart(t *testing.T, s Store) {
+	const n = 50
+	var bindings []binding.Binding
+	var fakes []*faketracker.Tracker
+	for i := range n {
+		f := faketracker.New(faketracker.LikePlane, faketracker.WithProject(fmt.Sprint("proj-", i), "P"))
+		if _, err := f.PersonCreate(tracker.Draft{Title: "first"}); err != nil {
+			t.Fatal(err)
+		}
+		fakes = append(fakes, f)
+		bindings = append(bindings, binding.Binding{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Connector: &faketracker.Connector{Fake: f, Reads: 2}})
+	}
+	p := newProcess(t, s, "replica", metrics.NewMemory(), budget.DefaultLimit, bindings...)
+	// 50 bindings polling every 30 s need 100 requests a minute; the floor
+	// may take 36 of the 40: each polls every 83 s.
+	stretched := p.bud.Interval(tenant+"/"+kind, follow.DefaultPollEvery)
+	if want := follow.DefaultPollEvery * 100 / 36; stretched != want {
+		t.Fatalf("interval %v, want %v for %d bindings on a budget of %d", stretched, want, n, budget.DefaultLimit)
+	}
+	// Every request the key makes, as the budget's metered contexts see
+	// them (the connection's reads and each call).
+	var mu sync.Mutex
+	var sent []time.Time
+	probe := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, time.Now())
+	}
+	for _, f := range fakes {
+		f.OnRequest(probe)
+	}
+	for _, b := range bindings {
+		b.Connector.(*faketracker.Connector).OnRead(probe)
+	}
+	var polls [n][]time.Time
+	for i, f := range fakes {
+		f.OnRequest(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			polls[i] = append(polls[i], time.Now())
+		})
+	}
+	start := time.Now()
+	p.fs.Start(t.Context())
+	time.Sleep(15 * time.Minute)
+
+	mu.Lock()
+	defer mu.Unlock()
+	worst := 0
+	for i := range sent {
+		j := i
+		for j < len(sent) && sent[j].Sub(sent[i]) < time.Minute {
+			j++
+		}
+		worst = max(worst, j-i)
+	}
+	if worst > budget.DefaultLimit {
+		t.Fatalf("%d requests in one minute, want at most the budget's %d", worst, budget.DefaultLimit)
+	}
+	// The start ramps up: 150 requests (each first poll's two connection
+	// reads and page) at the budget's pace take about four minutes; then
+	// every project is polled every stretched interval, in turn.
+	widest := time.Duration(0)
+	for i := range polls {
+		if len(polls[i]) == 0 || polls[i][0].Sub(start) > 5*time.Minute {
+			t.Fatalf("project %d was first read at %v, want within the start's ramp", i, polls[i])
+		}
+		for j := 1; j < len(polls[i]); j++ {
+			if polls[i][j].Sub(start) > 6*time.Minute {
+				widest = max(widest, polls[i][j].Sub(polls[i][j-1]))
 			}
 		}
-		done <- n
-	}()
-	return done
-}
-
-// personChanges retitles each item once, one every gap, and answers the ids
-// of the events they must publish.
-func personChanges(t *testing.T, f *faketracker.Tracker, items []string, gap time.Duration) []string {
-	var ids []string
-	for i, id := range items {
-		title := fmt.Sprint("changed ", i)
-		from := mustSnapshot(f, id)
-		if err := f.Retitle(context.Background(), id, title); err != nil {
-			t.Fatal(err)
-		}
-		it := mustSnapshot(f, id)
-		ids = append(ids, scope.ChangedID(id, tracker.FieldTitle, writes.Canonical(tracker.FieldTitle, it), from.UpdatedAt))
-		time.Sleep(gap)
 	}
-	return ids
-}
-
-func pollRequests(f *faketracker.Tracker) int {
-	return f.Calls(faketracker.MethodItems) + f.Calls(faketracker.MethodComments)
-}
-
-func budgetSlowsPolls(t *testing.T, s Store) {
-	followed, other, p, _ := pressure(t, s, budget.DefaultLimit)
-	var items []string
-	for i := range 60 {
-		it, err := followed.PersonCreate(tracker.Draft{Title: fmt.Sprint("item ", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it.Ref.ID)
+	if widest > stretched+stretched/4 {
+		t.Fatalf("a project waited %v between two polls, want about the stretched %v", widest, stretched)
 	}
-	p.fs.Start(t.Context())
-	time.Sleep(time.Second)
-	before := pollRequests(followed)
-	done := writeFor(t, p, 35, 10*time.Minute)
-	ids := personChanges(t, followed, items, 10*time.Second)
-	n := <-done
-	during := pollRequests(followed) - before
-	// Writes took 35 of each minute's 40: the polls had five, beside what
-	// the minute before the writes began left in the sliding window.
-	if during > 5*10+budget.DefaultLimit {
-		t.Fatalf("polls made %d requests in 10 minutes beside 35 writes a minute, want at most the 5 a minute left (and the first window's)", during)
-	}
-	if missing := notIn(t, s.Log, ids); len(missing) == 0 {
-		t.Fatalf("every change was read while writes took 35 a minute: the polls did not slow down")
-	}
-	waitFor(t, 30*time.Minute, "changes lost once the writes stopped", func() bool { return len(notIn(t, s.Log, ids)) == 0 })
-	if got := len(readAll(t, s.Log)); got != len(ids) {
-		t.Fatalf("%d events, want the %d changes once each", got, len(ids))
-	}
-	if other.Calls(faketracker.MethodCreate) != n {
-		t.Fatalf("%d of %d writes went", other.Calls(faketracker.MethodCreate), n)
-	}
-}
-
-func budgetWritesOver40(t *testing.T, s Store) {
-	followed, other, p, _ := pressure(t, s, budget.DefaultLimit)
-	var items []string
-	for i := range 10 {
-		it, err := followed.PersonCreate(tracker.Draft{Title: fmt.Sprint("item ", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it.Ref.ID)
-	}
-	p.fs.Start(t.Context())
-	time.Sleep(time.Second)
-	done := writeFor(t, p, 45, 5*time.Minute)
-	time.Sleep(time.Minute) // the writes fill the minute
-	before := pollRequests(followed)
-	ids := personChanges(t, followed, items, 10*time.Second)
-	time.Sleep(2 * time.Minute) // still inside the five minutes of writes
-	if got := pollRequests(followed) - before; got != 0 {
-		t.Fatalf("polls made %d requests while writes took more than the budget, want them to wait", got)
-	}
-	n := <-done
-	if other.Calls(faketracker.MethodCreate) != n || n < 45*5-2 {
-		t.Fatalf("%d writes went of %d, want every write to go", other.Calls(faketracker.MethodCreate), n)
-	}
-	waitFor(t, 10*time.Minute, "changes lost once the writes stopped", func() bool { return len(notIn(t, s.Log, ids)) == 0 })
-	if got := len(readAll(t, s.Log)); got != len(ids) {
-		t.Fatalf("%d events, want the %d changes once each", got, len(ids))
-	}
+	t.Logf("requests=%d worst minute=%d interval=%v widest gap=%v", len(sent), worst, stretched, widest)
 }
 
 func notIn(t *testing.T, l eventlog.Log, ids []string) []string {

@@ -167,7 +167,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := NewPrometheus(reg)
-	bud := budget.New(o.Clock, t.Budget)
+	bud := budget.NewWith(o.Clock, t.Budget, budget.Options{Logger: o.Logger, Metrics: m})
+	conns.Budget = bud
 	log := eventlog.NewNotifying(store)
 	w := writes.New(writes.Config{
 		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m,
@@ -183,7 +184,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	}
 	fopts := follow.Options{
 		LeaseTTL: t.Lease.Duration, PollEvery: t.Poll.Duration, Lookback: t.Lookback.Duration,
-		SweepEvery: t.Sweep.Duration, Debounce: t.Debounce.Duration,
+		SweepEvery: t.Sweep.Duration, SweepMin: t.SweepMin.Duration, Debounce: t.Debounce.Duration,
 		// The service opens a stopped follower again (docs/decisions.md).
 		ReopenAfter: t.ReopenAfter.Or(time.Minute),
 	}
@@ -191,6 +192,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Ledger: store, Log: log, Connections: conns, Integrations: o.Integrations, Clock: o.Clock,
 		Budget: bud, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
 	})
+	reg.MustRegister(&gauges{fs: fs, bud: bud})
 	a := &App{
 		Config: c, Store: store, Log: log, Conns: conns, Writer: w, Followers: fs, Registry: reg, Logger: o.Logger,
 		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, subSecret: s.Subscriptions,
@@ -219,6 +221,10 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 			fs.Nudge(context.WithoutCancel(ctx), b.Tenant, b.Kind(), project)
 		}),
 		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
+		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
+			bs, err := fs.Status(ctx)
+			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: bud.Status()}, err
+		}),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,
 	})

@@ -6,12 +6,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/metrics"
 )
 
 // promLabels are the labels every relayr counter carries in Prometheus; a
 // count that names fewer leaves the rest empty.
-var promLabels = []string{"tenant", "workspace", "tracker"}
+var promLabels = []string{"tenant", "workspace", "tracker", "key"}
 
 // Prometheus binds core's counters to a Prometheus registry: a counter
 // named relayr.trackers.loops is relayr_trackers_loops_total.
@@ -55,4 +57,55 @@ func (p *Prometheus) Add(name string, n float64, l metrics.Labels) {
 		values[i] = l[k]
 	}
 	p.counter(name).WithLabelValues(values...).Add(n)
+}
+
+// gauges reads what the counters cannot say at each scrape: how long ago
+// each binding this replica follows completed a poll, the interval its
+// polls come at, and each key's budget this minute. It reads memory only,
+// never the ledger or a tracker, so a scrape stays cheap.
+type gauges struct {
+	fs  *follow.Followers
+	bud *budget.Budget
+}
+
+var (
+	binLabels = []string{"tenant", "workspace", "tracker"}
+	pollAge   = prometheus.NewDesc("relayr_follower_poll_age_seconds",
+		"Seconds since the binding's follower last completed a poll (since it took its lease, before its first).", binLabels, nil)
+	pollInterval = prometheus.NewDesc("relayr_follower_interval_seconds",
+		"How often the binding polls on its floor: the poll interval, stretched where its key has more bindings than its budget can poll.", binLabels, nil)
+	pollLate = prometheus.NewDesc("relayr_follower_late",
+		"1 when the binding's follower completed no poll in three intervals.", binLabels, nil)
+	budgetSpent = prometheus.NewDesc("relayr_budget_spent",
+		"Requests a tenant's tracker key sent in the last minute, writes and reads.", []string{"key"}, nil)
+	budgetLeft = prometheus.NewDesc("relayr_budget_left",
+		"Requests the key's budget leaves this minute.", []string{"key"}, nil)
+	budgetLimit = prometheus.NewDesc("relayr_budget_limit",
+		"The key's budget: requests a minute.", []string{"key"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{pollAge, pollInterval, pollLate, budgetSpent, budgetLeft, budgetLimit} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range g.fs.Local() {
+		l := []string{b.Tenant, b.Workspace, b.Tracker}
+		late := 0.0
+		if b.Late {
+			late = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pollAge, prometheus.GaugeValue, b.LagSeconds, l...)
+		ch <- prometheus.MustNewConstMetric(pollInterval, prometheus.GaugeValue, b.IntervalSeconds, l...)
+		ch <- prometheus.MustNewConstMetric(pollLate, prometheus.GaugeValue, late, l...)
+	}
+	for _, k := range g.bud.Status() {
+		ch <- prometheus.MustNewConstMetric(budgetSpent, prometheus.GaugeValue, float64(k.Spent), k.Key)
+		ch <- prometheus.MustNewConstMetric(budgetLeft, prometheus.GaugeValue, float64(k.Left), k.Key)
+		ch <- prometheus.MustNewConstMetric(budgetLimit, prometheus.GaugeValue, float64(k.Limit), k.Key)
+	}
 }

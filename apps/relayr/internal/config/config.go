@@ -65,7 +65,8 @@ type Timings struct {
 	Lease          Duration `toml:"lease"`           // 30s: a follower's lease (ADR-0015)
 	Poll           Duration `toml:"poll"`            // 30s: a tracker follower's poll (ADR-0036)
 	Lookback       Duration `toml:"lookback"`        // 2m: a poll reads from this long before its cursor
-	Sweep          Duration `toml:"sweep"`           // 24h: the sweep for removed items
+	Sweep          Duration `toml:"sweep"`           // 24h: the sweep for removed items, at the least
+	SweepMin       Duration `toml:"sweep_min"`       // 1m: a sweep may come this soon on an idle budget
 	Debounce       Duration `toml:"debounce"`        // 2s: a nudge's debounce
 	RetakeAfter    Duration `toml:"retake_after"`    // 30s: an unrecorded claim is retaken after
 	WriteBound     Duration `toml:"write_bound"`     // 20s: all writes under a claim
@@ -270,6 +271,9 @@ func (c *Config) validate() []string {
 	}
 	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {
 		add("timings: cap_limit and budget must be positive")
+	}
+	if c.Timings.SweepMin.Duration > c.Timings.Sweep.Or(24*time.Hour) {
+		add("timings: sweep_min (%s) is longer than sweep (%s): set it to sweep to sweep only every sweep", c.Timings.SweepMin.Duration, c.Timings.Sweep.Or(24*time.Hour))
 	}
 
 	tenants := map[string]*Tenant{}
