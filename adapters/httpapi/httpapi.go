@@ -9,6 +9,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -92,14 +93,35 @@ type Config struct {
 	Counters metrics.Metrics // Discard when nil
 	Clock    clock.Clock     // System when nil
 	Logger   *slog.Logger    // discards when nil
+	// Limits bound what callers hold at once (the defaults where zero).
+	Limits Limits
+}
+
+// Limits bound what callers hold at once; zero is the default.
+type Limits struct {
+	// Webhooks is how many webhook deliveries are read at once, over every
+	// tenant (MaxWebhooks).
+	Webhooks int
+	// WebhooksPerTenant is how many of one tenant's deliveries are read at
+	// once (MaxWebhooksPerTenant).
+	WebhooksPerTenant int
+	// LongPollsPerToken is how many feed reads one token may hold waiting
+	// at once (MaxLongPollsPerToken).
+	LongPollsPerToken int
+	// ReplayWindow is how long a delivery taken is remembered
+	// (ReplayWindow).
+	ReplayWindow time.Duration
 }
 
 // API is the handler.
 type API struct {
-	c      Config
-	tokens []tokenEntry
-	op     [32]byte
-	mux    *http.ServeMux
+	c       Config
+	tokens  []tokenEntry
+	op      [32]byte
+	mux     *http.ServeMux
+	hooks   *hookSlots
+	replays *replayCache
+	polls   *pollSlots
 }
 
 // Route is one route of the API, as the OpenAPI document lists it.
@@ -161,7 +183,18 @@ func New(c Config) *API {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &API{c: c, mux: http.NewServeMux()}
+	l := &c.Limits
+	l.Webhooks = cmp.Or(l.Webhooks, MaxWebhooks)
+	l.WebhooksPerTenant = cmp.Or(l.WebhooksPerTenant, MaxWebhooksPerTenant)
+	l.LongPollsPerToken = cmp.Or(l.LongPollsPerToken, MaxLongPollsPerToken)
+	l.ReplayWindow = cmp.Or(l.ReplayWindow, ReplayWindow)
+	a := &API{
+		c: c, mux: http.NewServeMux(),
+		hooks: &hookSlots{max: l.Webhooks, perTenant: l.WebhooksPerTenant, tenants: map[string]int{}},
+		replays: &replayCache{clock: c.Clock, window: l.ReplayWindow, max: MaxRemembered,
+			until: map[[sha256.Size]byte]time.Time{}},
+		polls: &pollSlots{max: l.LongPollsPerToken, held: map[[sha256.Size]byte]int{}},
+	}
 	for tok, tenant := range c.Tokens {
 		if tok != "" {
 			a.tokens = append(a.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
