@@ -88,7 +88,10 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log: "+err.Error(), time.Second)
+			// The detail (a database's host, user, error) is the
+			// operator's, not the caller's.
+			a.c.Logger.Warn("feed: reading the event log failed", "tenant", tenant, "workspace", workspace, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log is unavailable", time.Second)
 			return
 		}
 		if len(evs) > 0 || wait == 0 || ctx.Err() != nil {

@@ -360,19 +360,67 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// writeWriteError answers a write's failure with its code's status.
-func writeWriteError(w http.ResponseWriter, err error) {
+// writeWriteError answers a write's failure with its code's status, and a
+// message that names the tracker and the kind of failure: a tracker's own
+// error carries its internal URLs, dial errors and answers, and a ledger's
+// its host and user, which are the operator's to read in the log, not the
+// caller's.
+func (a *API) writeWriteError(w http.ResponseWriter, tenant, workspace string, err error) {
+	code, msg := a.publicError(tenant, workspace, err)
+	var we *writes.Error
+	var wait time.Duration
+	hasWe := errors.As(err, &we)
+	if code.Retryable() {
+		wait = time.Second
+		if hasWe {
+			wait = max(we.RetryAfter, time.Second)
+		}
+	}
+	if !hasWe || msg != we.Error() {
+		// What the caller was not told is the operator's to read.
+		a.c.Logger.Warn("write failed", "tenant", tenant, "workspace", workspace, "code", string(code), "err", err)
+	} else {
+		a.c.Logger.Debug("write refused", "tenant", tenant, "workspace", workspace, "code", string(code), "err", err)
+	}
+	writeError(w, StatusOf(code), string(code), msg, wait)
+}
+
+// publicError is a write failure's code and the message a caller reads.
+func (a *API) publicError(tenant, workspace string, err error) (writes.Code, string) {
 	var we *writes.Error
 	if !errors.As(err, &we) {
-		writeError(w, http.StatusServiceUnavailable, string(writes.CodeUnavailable), err.Error(), time.Second)
-		return
+		return writes.CodeUnavailable, "the write could not be made; retry"
 	}
-	status := StatusOf(we.Code)
-	var wait time.Duration
-	if we.Code.Retryable() {
-		wait = max(we.RetryAfter, time.Second)
+	name := "the tracker"
+	if a.c.Connections != nil {
+		if b, berr := a.c.Connections.Binding(tenant, workspace); berr == nil {
+			name = b.Kind()
+		}
 	}
-	writeError(w, status, string(we.Code), we.Error(), wait)
+	var rl *tracker.RateLimitedError
+	switch {
+	case errors.As(err, &rl):
+		return we.Code, fmt.Sprintf("%s: rate limited, asked to wait %s", name, rl.RetryAfter.Round(time.Second))
+	case errors.Is(err, tracker.ErrUnauthorized):
+		return we.Code, name + ": the tenant's key was refused"
+	case errors.Is(err, tracker.ErrUnavailable):
+		return we.Code, name + ": unavailable"
+	case errors.Is(err, tracker.ErrNotFound):
+		return we.Code, name + ": not found"
+	case errors.Is(err, tracker.ErrRefused):
+		return we.Code, name + ": refused the write"
+	case errors.Is(err, tracker.ErrExists):
+		return we.Code, name + ": an item already exists under the key"
+	case errors.Is(err, context.DeadlineExceeded):
+		return we.Code, "the write did not finish within its bound"
+	case we.Code == writes.CodeUnavailable:
+		// The ledger, or anything else relayr did not foresee.
+		return we.Code, "the write could not be made now; retry"
+	}
+	// The write path's own refusals (a bad key, a claim held, the loop
+	// cap, a switched-off tracker, a deleted item) say only what the
+	// caller sent.
+	return we.Code, we.Error()
 }
 
 // StatusOf is the HTTP status of a write's code.
@@ -404,13 +452,15 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.c.Ledger == nil {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "no ledger", 0)
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready", 0)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := a.c.Ledger.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "ledger: "+err.Error(), 0)
+		// Public: the ledger's error names its user, host and database.
+		a.c.Logger.Warn("readyz: the ledger is not ready", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready", 0)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
