@@ -31,7 +31,7 @@ import (
 const (
 	tenant    = "acme"
 	workspace = "ops"
-	token     = "demo-token-acme"
+	token     = "demo-token-of-acme-0123456789abcdef"
 	key       = "ci/build-42"
 	run       = "run-42"
 )
