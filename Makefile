@@ -58,11 +58,11 @@ lint: $(GOLANGCI_LINT)
 		(cd $$d && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); \
 	done
 
-## bench: the figures and the ledgers' benchmarks in one run, then the README's table.
+## bench: the figures, the ledgers' and the webhook flood's benchmarks in one run, then the README's table.
 bench: db
 	@mkdir -p bin
 	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
-		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./apps/relayr/internal/figures \
+		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./adapters/httpapi ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
 	$(GO) run ./adapters/ledgerpg/tools/benchtable < bin/bench.txt
 

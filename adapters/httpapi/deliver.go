@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
@@ -40,12 +42,34 @@ const (
 // signature. A failing subscriber is retried with backoff, never skipped: it
 // is a follow.Sink whose Publish returns only once the subscriber took the
 // event (a 2xx) or its context ended.
+//
+// A redirect is never followed, whatever Client says: a 3xx is a failure,
+// retried from the cursor, so a signed event goes to URL and nowhere else,
+// and a POST turned into a body-less GET is never counted delivered.
 type Subscriber struct {
+	// Name names the subscription in the log; the URL, which may carry a
+	// token, is logged without its user, password and query.
+	Name   string
 	URL    string
 	Secret string
 	Client *http.Client // a client with a 10 s timeout when nil
 	Clock  clock.Clock  // System when nil
 	Logger *slog.Logger // discards when nil
+}
+
+// NoRedirects is an http.Client's CheckRedirect that follows none: the 3xx
+// is the answer.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// RedactURL is u without its user, password, query and fragment, to log: a
+// subscriber's URL may carry its credentials in any of them.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	p.User, p.RawQuery, p.ForceQuery, p.Fragment, p.RawFragment = nil, "", false, "", ""
+	return p.String()
 }
 
 // Sign is the signature a delivery of body carries under secret.
@@ -78,7 +102,8 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		log.Warn("subscriber failed; retrying", "url", s.URL, "event", e.ID, "attempt", attempt, "wait", wait, "err", err)
+		log.Warn("subscriber failed; retrying", "subscription", s.Name, "url", RedactURL(s.URL),
+			"event", e.ID, "attempt", attempt, "wait", wait, "err", err)
 		if err := clock.Sleep(ctx, c, wait); err != nil {
 			return err
 		}
@@ -95,12 +120,21 @@ func (s *Subscriber) post(ctx context.Context, e eventlog.Event, body []byte) er
 	req.Header.Set(IdempotencyKeyHeader, e.ID)
 	req.Header.Set(EventTypeHeader, e.Type)
 	req.Header.Set(SignatureHeader, Sign(s.Secret, body))
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if s.Client != nil {
+		c := *s.Client
+		client = &c
 	}
+	// A redirect would send the signed body and headers elsewhere (307,
+	// 308), or turn the POST into a GET whose 2xx counts as delivered
+	// (301, 302, 303).
+	client.CheckRedirect = NoRedirects
 	res, err := client.Do(req)
 	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			uerr.URL = RedactURL(uerr.URL)
+		}
 		return err
 	}
 	defer func() { _ = res.Body.Close() }()

@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
@@ -21,6 +24,11 @@ type FeedResponse struct {
 // pollEvery is how often a long-poll reads again when no notification can
 // reach it (another replica's appends).
 const pollEvery = time.Second
+
+// MaxLongPollsPerToken is how many feed reads one token may hold waiting at
+// once; past it a read that would wait answers 429. Each waiting read reads
+// the log again every second when no notification reaches it.
+const MaxLongPollsPerToken = 16
 
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := a.tenantOf(w, r)
@@ -47,6 +55,16 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if wait > 0 {
+		tok, _ := bearer(r)
+		release, ok := a.polls.acquire(sha256.Sum256([]byte(tok)))
+		if !ok {
+			writeError(w, http.StatusTooManyRequests, "too_many_requests",
+				fmt.Sprintf("a token holds at most %d waiting feed reads at once", a.polls.max), time.Second)
+			return
+		}
+		defer release()
+	}
 	ctx, cancel := a.c.Clock.WithTimeout(r.Context(), wait)
 	defer cancel()
 	notify, _ := a.c.Log.(*eventlog.Notifying)
@@ -70,7 +88,10 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log: "+err.Error(), time.Second)
+			// The detail (a database's host, user, error) is the
+			// operator's, not the caller's.
+			a.c.Logger.Warn("feed: reading the event log failed", "tenant", tenant, "workspace", workspace, "err", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log is unavailable", time.Second)
 			return
 		}
 		if len(evs) > 0 || wait == 0 || ctx.Err() != nil {
@@ -107,6 +128,32 @@ func waitFor(ctx context.Context, c clock.Clock, changed <-chan struct{}) error 
 		return ctx.Err()
 	}
 	return nil
+}
+
+// pollSlots bounds the waiting feed reads per token.
+type pollSlots struct {
+	max  int
+	mu   sync.Mutex
+	held map[[sha256.Size]byte]int
+}
+
+// acquire takes a slot for the token's digest without waiting; release
+// gives it back. Only authenticated tokens reach it, so the map holds at
+// most one entry per configured token.
+func (s *pollSlots) acquire(tok [sha256.Size]byte) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[tok] >= s.max {
+		return nil, false
+	}
+	s.held[tok]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held[tok]--; s.held[tok] == 0 {
+			delete(s.held, tok)
+		}
+	}, true
 }
 
 func intParam(s string, def int) (int, error) {

@@ -46,9 +46,10 @@ func serve(t *testing.T, w *world, req *http.Request) *httptest.ResponseRecorder
 }
 
 // FuzzWebhook posts any body with any signature to acme's webhook: never a
-// 5xx, and a follower is woken only by a delivery signed with acme's secret
+// 5xx, a follower is woken only by a delivery signed with acme's secret
 // (sign asks the target to sign the body itself, so verified deliveries are
-// explored too).
+// explored too), and never again by one taken before (a replay answers 204
+// and wakes nothing).
 func FuzzWebhook(f *testing.F) {
 	good := []byte(`{"project":"proj"}`)
 	f.Add(good, faketracker.Sign(secret, good), false)
@@ -73,13 +74,21 @@ func FuzzWebhook(f *testing.F) {
 		rec := serve(t, w, req)
 		woke := w.waker.n.Load() > woken
 		verified := hmac.Equal([]byte(sig), []byte(faketracker.Sign(secret, body)))
+		replay := rec.Code == http.StatusNoContent && !woke
 		switch {
 		case woke && !verified:
 			t.Fatalf("a delivery not signed with acme's secret woke a follower (%d)", rec.Code)
-		case woke != (rec.Code == http.StatusNoContent):
-			t.Fatalf("answered %d, woke a follower: %v", rec.Code, woke)
-		case !woke && rec.Code != http.StatusUnauthorized && rec.Code != http.StatusRequestEntityTooLarge:
+		case woke && w.taken[string(body)]:
+			t.Fatal("a replay of a delivery taken before woke a follower")
+		case woke && rec.Code != http.StatusNoContent:
+			t.Fatalf("answered %d, yet woke a follower", rec.Code)
+		case replay && !w.taken[string(body)]:
+			t.Fatal("answered 204 to a delivery never taken, and woke nothing")
+		case !woke && !replay && rec.Code != http.StatusUnauthorized && rec.Code != http.StatusRequestEntityTooLarge:
 			t.Fatalf("a refused delivery answered %d: %s", rec.Code, rec.Body)
+		}
+		if woke {
+			w.taken[string(body)] = true
 		}
 		if w.fake.TotalCalls() != 0 {
 			t.Fatal("a delivery reached the tracker")

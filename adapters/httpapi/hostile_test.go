@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ const (
 // for a testing.TB so that the fuzz targets share it; the followers have
 // asked for their credentials, so webhook signatures are really checked.
 type world struct {
+	clock    *clock.Fake
+	switches *integrations.Switches
 	fake     *faketracker.Tracker
 	ledger   *memledger.Ledger
 	log      *eventlog.Notifying
@@ -62,12 +65,14 @@ type world struct {
 	errs     *errorLog
 	api      *httpapi.API
 	handler  *serverSide
+	// taken are the delivery bodies that woke a follower (FuzzWebhook).
+	taken map[string]bool
 }
 
 // bound are the workspaces the world binds, by tenant.
 var bound = [][2]string{{"acme", "ops"}, {"acme", "dev"}, {"globex", "ops"}}
 
-func newWorld(tb testing.TB) *world {
+func newWorld(tb testing.TB, opts ...func(*httpapi.Config)) *world {
 	tb.Helper()
 	clk := clock.NewFake(t0)
 	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
@@ -90,15 +95,19 @@ func newWorld(tb testing.TB) *world {
 	log := eventlog.NewNotifying(led)
 	wk := &countingWaker{}
 	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: counters})
-	api := httpapi.New(httpapi.Config{
+	cfg := httpapi.Config{
 		Writes: w, Log: log, Connections: conns, Integrations: sw, Waker: wk, Ledger: led,
 		Tokens:        map[string]string{tokenA: "acme", tokenB: "globex"},
 		OperatorToken: opTok,
 		Metrics:       http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "relayr_up 1\n") }),
 		Counters:      counters, Clock: clk,
 		Logger: slog.New(errs),
-	})
-	return &world{fake: fake, ledger: led, log: log, waker: wk, counters: counters, errs: errs, api: api, handler: &serverSide{h: api}}
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	api := httpapi.New(cfg)
+	return &world{taken: map[string]bool{}, clock: clk, switches: sw, fake: fake, ledger: led, log: log, waker: wk, counters: counters, errs: errs, api: api, handler: &serverSide{h: api}}
 }
 
 // countingWaker counts wake-ups (a fuzz run makes many).
@@ -848,4 +857,488 @@ func nothingInTheLedger(t *testing.T, w *world, keys map[string]bool) {
 			}
 		}
 	}
+}
+
+// countingBody is a request body that counts what was read of it.
+type countingBody struct {
+	r    io.Reader
+	read atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read.Add(int64(n))
+	return n, err
+}
+
+// heldBody is a request body that says when it is first read, then holds
+// until released.
+type heldBody struct {
+	reading chan struct{}
+	release chan struct{}
+	once    sync.Once
+	body    io.Reader
+}
+
+func newHeldBody(body []byte) *heldBody {
+	return &heldBody{reading: make(chan struct{}), release: make(chan struct{}), body: bytes.NewReader(body)}
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.reading) })
+	<-b.release
+	return b.body.Read(p)
+}
+
+// deliver posts a delivery to path in-process, signed with sec.
+func deliver(w *world, path, sec string, body io.Reader, length int64, sign []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "http://relayr.test"+path, body)
+	req.ContentLength = length
+	if sign != nil {
+		req.Header.Set(faketracker.SignatureHeader, faketracker.Sign(sec, sign))
+	}
+	rec := httptest.NewRecorder()
+	w.handler.ServeHTTP(rec, req)
+	return rec
+}
+
+// signedDelivery posts body signed with acme's secret.
+func signedDelivery(w *world, body string) int {
+	return deliver(w, hook, secret, strings.NewReader(body), int64(len(body)), []byte(body)).Code
+}
+
+func TestHostileWebhooks(t *testing.T) {
+	t.Run("NoBodyIsReadForATenantOrTrackerNoBindingCouldVerify", func(t *testing.T) {
+		w := newWorld(t)
+		for _, path := range []string{
+			"/relayr/v1/trackers/nobody/fake",  // no such tenant
+			"/relayr/v1/trackers/acme/plane",   // a tracker acme has no binding of
+			"/relayr/v1/trackers/initech/fake", // and both
+		} {
+			body := &countingBody{r: io.LimitReader(repeatReader('x'), httpapi.MaxNudgeBody-1)}
+			rec := deliver(w, path, secret, body, httpapi.MaxNudgeBody-1, nil)
+			if rec.Code != http.StatusUnauthorized {
+				t.Fatalf("%s: %d, want the one 401", path, rec.Code)
+			}
+			if n := body.read.Load(); n != 0 {
+				t.Fatalf("%s: %d bytes of the body were read before the tenant was known", path, n)
+			}
+		}
+	})
+
+	t.Run("DeliveriesPastTheBoundsAre429AndUnread", func(t *testing.T) {
+		w := newWorld(t, func(c *httpapi.Config) {
+			c.Limits.Webhooks, c.Limits.WebhooksPerTenant = 3, 2
+		})
+		good := []byte(`{"project":"proj"}`)
+		var held []*heldBody
+		var wg sync.WaitGroup
+		hold := func(path, sec string) {
+			b := newHeldBody(good)
+			held = append(held, b)
+			wg.Go(func() {
+				if rec := deliver(w, path, sec, b, int64(len(good)), good); rec.Code >= 500 {
+					t.Errorf("a held delivery answered %d", rec.Code)
+				}
+			})
+			<-b.reading
+		}
+		// Two of acme's are read at once: the tenant's bound.
+		hold(hook, secret)
+		hold(hook, secret)
+		third := &countingBody{r: bytes.NewReader(good)}
+		rec := deliver(w, hook, secret, third, int64(len(good)), good)
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+			t.Fatalf("acme's third delivery at once: %d %q, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if third.read.Load() != 0 {
+			t.Fatal("a delivery past the bound was read")
+		}
+		// Another tenant still has room, up to the bound over all.
+		hold("/relayr/v1/trackers/globex/fake", "other")
+		rec = deliver(w, "/relayr/v1/trackers/globex/fake", "other", bytes.NewReader(good), int64(len(good)), good)
+		if rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("a fourth delivery over all: %d, want 429", rec.Code)
+		}
+		for _, b := range held {
+			close(b.release)
+		}
+		wg.Wait()
+		// The slots are given back.
+		if code := signedDelivery(w, `{"project":"proj","n":1}`); code != http.StatusNoContent {
+			t.Fatalf("after the held ones ended: %d", code)
+		}
+	})
+
+	t.Run("AReplayedDeliveryNeverReachesTheWaker", func(t *testing.T) {
+		w := newWorld(t)
+		const first = `{"project":"proj","delivery":1}`
+		for i := range 140 {
+			if code := signedDelivery(w, first); code != http.StatusNoContent {
+				t.Fatalf("replay %d: %d, want 204 (taken before)", i, code)
+			}
+		}
+		// acme binds the project in two workspaces: one delivery wakes both.
+		if n := w.waker.n.Load(); n != 2 {
+			t.Fatalf("140 deliveries of one body woke %d followers, want 2", n)
+		}
+		// Another delivery is no replay.
+		if code := signedDelivery(w, `{"project":"proj","delivery":2}`); code != http.StatusNoContent || w.waker.n.Load() != 4 {
+			t.Fatalf("a new delivery: %d, woken %d, want 4", code, w.waker.n.Load())
+		}
+		// Past the window, the first is taken again.
+		w.clock.Advance(httpapi.ReplayWindow)
+		if code := signedDelivery(w, first); code != http.StatusNoContent || w.waker.n.Load() != 6 {
+			t.Fatalf("after the window: %d, woken %d, want 6", code, w.waker.n.Load())
+		}
+	})
+
+	t.Run("ADeliveryRefusedIsNoReplayWhenSentAgain", func(t *testing.T) {
+		w := newWorld(t)
+		const body = `{"project":"proj","delivery":3}`
+		w.switches.Set("acme", "ops", "tracker:fake", false)
+		w.switches.Set("acme", "dev", "tracker:fake", false)
+		if code := signedDelivery(w, body); code != http.StatusUnauthorized {
+			t.Fatalf("switched off: %d", code)
+		}
+		w.switches.Set("acme", "ops", "tracker:fake", true)
+		if code := signedDelivery(w, body); code != http.StatusNoContent || w.waker.n.Load() != 1 {
+			t.Fatalf("sent again once switched on: %d, woken %d", code, w.waker.n.Load())
+		}
+	})
+
+	t.Run("AnUnsignedCopyLeavesTheRealDeliveryToBeTaken", func(t *testing.T) {
+		w := newWorld(t)
+		const body = `{"project":"proj","delivery":4}`
+		rec := deliver(w, hook, "wrong", strings.NewReader(body), int64(len(body)), []byte(body))
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("badly signed: %d", rec.Code)
+		}
+		if code := signedDelivery(w, body); code != http.StatusNoContent || w.waker.n.Load() != 2 {
+			t.Fatalf("the real one: %d, woken %d", code, w.waker.n.Load())
+		}
+	})
+}
+
+// The webhook flood's size (issue 17: 300 connections each sending just
+// under 1 MB took the process from 26 MB to 374 MB).
+const (
+	floodDeliveries = 300
+	floodBody       = httpapi.MaxNudgeBody - 1
+	// floodBound is the most the heap and the goroutines' stacks may grow
+	// under one flood, as the README states it.
+	floodBound = 32 << 20
+)
+
+// BenchmarkHostileWebhookFlood sends floodDeliveries deliveries of floodBody
+// bytes at once through the real server, each on its own connection, and
+// asserts that the memory they take at the peak (the heap's objects and
+// the goroutines' stacks, sampled every millisecond) stays within
+// floodBound. The clients write the same shared buffer on raw connections,
+// so what grows is the server's.
+func BenchmarkHostileWebhookFlood(b *testing.B) {
+	for _, c := range []struct {
+		name, path string
+	}{
+		// The cheap checks answer before any body is read.
+		{"UnknownTenant", "/relayr/v1/trackers/nobody/plane"},
+		// A bound tenant, bad signatures: at most MaxWebhooksPerTenant
+		// bodies are read at once, the rest answered 429 unread.
+		{"KnownTenantBadSignature", hook},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			w := newWorld(b)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httpapi.NewServer(ln.Addr().String(), w.handler)
+			go func() { _ = srv.Serve(ln) }()
+			b.Cleanup(func() { _ = srv.Close() })
+			addr := ln.Addr().String()
+
+			base := memoryInUse()
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				t := time.NewTicker(time.Millisecond)
+				defer t.Stop()
+				for {
+					if m := memoryInUse(); m > peak.Load() {
+						peak.Store(m)
+					}
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+				}
+			}()
+			statuses := map[int]int{}
+			var mu sync.Mutex
+			b.ResetTimer()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range floodDeliveries {
+					wg.Go(func() {
+						status := floodOne(addr, c.path)
+						mu.Lock()
+						statuses[status]++
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			close(stop)
+			<-sampled
+			w.handler.inflight.Wait()
+			grew := int64(peak.Load()) - int64(base)
+			b.ReportMetric(float64(grew)/(1<<20), "peak-MB")
+			b.Logf("%d deliveries of %d bytes at once, %d rounds: answered %v (0: cut before an answer); memory in use %d MB before, %+d MB at the peak",
+				floodDeliveries, floodBody, b.N, statuses, base>>20, grew>>20)
+			for status := range statuses {
+				if status != 0 && status != http.StatusUnauthorized && status != http.StatusTooManyRequests {
+					b.Fatalf("a flood delivery answered %d", status)
+				}
+			}
+			if n := w.waker.n.Load(); n != 0 {
+				b.Fatalf("the flood woke %d followers", n)
+			}
+			if grew > floodBound {
+				b.Fatalf("the flood took %d MB at its peak, over the bound of %d MB", grew>>20, floodBound>>20)
+			}
+		})
+	}
+}
+
+// floodOne sends one delivery of floodBody bytes on a connection of its
+// own and answers the status, 0 when the server closed it first.
+func floodOne(addr, path string) int {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: relayr.test\r\nContent-Type: application/json\r\n%s: 00\r\nContent-Length: %d\r\n\r\n",
+		path, faketracker.SignatureHeader, floodBody)
+	if _, err := io.WriteString(c, head); err != nil {
+		return 0
+	}
+	for left := floodBody; left > 0; {
+		n, err := c.Write(xs[:min(left, len(xs))])
+		if err != nil {
+			break // the server answered and closed
+		}
+		left -= n
+	}
+	var line [64]byte
+	n, _ := io.ReadAtLeast(c, line[:], len("HTTP/1.1 200"))
+	f := strings.Fields(string(line[:n]))
+	if len(f) < 2 {
+		return 0
+	}
+	status, _ := strconv.Atoi(f[1])
+	return status
+}
+
+// memoryInUse is the heap's objects and the goroutines' stacks, read
+// without stopping the world.
+func memoryInUse() uint64 {
+	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64() + s[1].Value.Uint64()
+}
+
+func TestHostileLongPolls(t *testing.T) {
+	t.Run("ATokenHoldsAtMostItsCapOfWaitingReadsAndThenGetsA429", func(t *testing.T) {
+		w := newWorld(t, func(c *httpapi.Config) { c.Limits.LongPollsPerToken = 2 })
+		feed := "/relayr/v1/tenants/acme/workspaces/ops/events"
+		get := func(token, path string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodGet, "http://relayr.test"+path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			rec := httptest.NewRecorder()
+			w.handler.ServeHTTP(rec, req)
+			return rec
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if rec := get(tokenA, feed+"?wait=30s"); rec.Code != http.StatusOK {
+					t.Errorf("a long-poll within the cap: %d %s", rec.Code, rec.Body)
+				}
+			})
+		}
+		// Each waits on its deadline and on the poll timer.
+		if err := w.clock.BlockUntil(context.Background(), 4); err != nil {
+			t.Fatal(err)
+		}
+		// The third answers at once: it never waits on the clock.
+		third := make(chan *httptest.ResponseRecorder, 1)
+		go func() { third <- get(tokenA, feed+"?wait=30s") }()
+		waiting := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			if w.clock.BlockUntil(ctx, 6) == nil {
+				close(waiting)
+			}
+		}()
+		var rec *httptest.ResponseRecorder
+		select {
+		case rec = <-third:
+			cancel()
+		case <-waiting:
+			t.Fatal("a third long-poll of one token is waiting")
+		}
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" ||
+			!strings.Contains(rec.Body.String(), "too_many_requests") {
+			t.Fatalf("a third long-poll: %d %q %s, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+		// A read that doesn't wait is no long-poll, and another token has
+		// its own cap.
+		if rec := get(tokenA, feed); rec.Code != http.StatusOK {
+			t.Fatalf("a read without wait: %d", rec.Code)
+		}
+		wg.Go(func() {
+			if rec := get(tokenB, "/relayr/v1/tenants/globex/workspaces/ops/events?wait=30s"); rec.Code != http.StatusOK {
+				t.Errorf("another token's long-poll: %d %s", rec.Code, rec.Body)
+			}
+		})
+		if err := w.clock.BlockUntil(context.Background(), 6); err != nil { // two waiting reads and this one
+			t.Fatal(err)
+		}
+		w.clock.Advance(httpapi.MaxWait)
+		wg.Wait()
+		// The slots are given back when the reads end.
+		stale := w.clock.Waiters() // poll timers of the reads that ended
+		wg.Go(func() {
+			if rec := get(tokenA, feed+"?wait=2s"); rec.Code != http.StatusOK {
+				t.Errorf("a long-poll once the others ended: %d %s", rec.Code, rec.Body)
+			}
+		})
+		if err := w.clock.BlockUntil(context.Background(), stale+2); err != nil {
+			t.Fatal(err)
+		}
+		w.clock.Advance(2 * time.Second)
+		wg.Wait()
+	})
+}
+
+// hostileSubscriber records what reached a subscriber that redirects, and
+// what reached the host it redirects to.
+type hostileSubscriber struct {
+	mu        sync.Mutex
+	got       []string // "METHOD path"
+	elsewhere []string
+}
+
+func TestHostileSubscribers(t *testing.T) {
+	for _, status := range []int{
+		http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect,
+	} {
+		for _, client := range []struct {
+			name string
+			c    *http.Client
+		}{{"DefaultClient", nil}, {"AClientThatFollows", &http.Client{}}} {
+			t.Run(fmt.Sprintf("A%dIsAFailureAndNothingGoesElsewhere/%s", status, client.name), func(t *testing.T) {
+				s := &hostileSubscriber{}
+				// Another host: the signed body must never reach it.
+				other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					s.mu.Lock()
+					s.elsewhere = append(s.elsewhere, r.Method+" "+r.URL.Path+" signed="+r.Header.Get(httpapi.SignatureHeader))
+					s.mu.Unlock()
+				}))
+				defer other.Close()
+				sub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					s.mu.Lock()
+					s.got = append(s.got, r.Method+" "+r.URL.Path)
+					s.mu.Unlock()
+					if r.URL.Path == "/hook" {
+						http.Redirect(w, r, other.URL+"/stolen", status)
+					}
+				}))
+				defer sub.Close()
+				clk := clock.NewFake(t0)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					done <- (&httpapi.Subscriber{Name: "rules", URL: sub.URL + "/hook", Secret: "x", Client: client.c, Clock: clk}).
+						Publish(ctx, eventlog.Event{ID: "trk_0123456789abcdef", Type: "tracker:item_changed"})
+				}()
+				// The first attempt failed: Publish waits out its backoff.
+				select {
+				case err := <-done:
+					t.Fatalf("a %d was counted delivered (%v); the subscriber saw %q, elsewhere %q", status, err, s.got, s.elsewhere)
+				case <-blockUntil(clk, 1):
+				}
+				cancel()
+				if err := <-done; err == nil {
+					t.Fatalf("a %d was counted delivered", status)
+				}
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if len(s.got) != 1 || s.got[0] != "POST /hook" || len(s.elsewhere) != 0 {
+					t.Fatalf("the subscriber saw %q, elsewhere %q; want one POST to the configured URL only", s.got, s.elsewhere)
+				}
+			})
+		}
+	}
+
+	t.Run("TheLogNamesTheSubscriptionNeverItsCredentials", func(t *testing.T) {
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+		}))
+		defer failing.Close()
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unreachable := "http://" + closed.Addr().String()
+		_ = closed.Close()
+		for _, base := range []string{failing.URL, unreachable} {
+			u, _ := url.Parse(base + "/hook?token=query-secret#frag-secret")
+			u.User = url.UserPassword("user-secret", "password-secret")
+			var logged bytes.Buffer
+			clk := clock.NewFake(t0)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- (&httpapi.Subscriber{
+					Name: "rules", URL: u.String(), Secret: "x", Clock: clk,
+					Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+				}).Publish(ctx, eventlog.Event{ID: "e1", Type: "t:x"})
+			}()
+			<-blockUntil(clk, 1)
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("a failing subscriber was counted delivered")
+			}
+			line := logged.String()
+			if !strings.Contains(line, "subscription=rules") || !strings.Contains(line, "/hook") {
+				t.Fatalf("the log does not name the subscription: %s", line)
+			}
+			for _, secret := range []string{"user-secret", "password-secret", "query-secret", "frag-secret"} {
+				if strings.Contains(line, secret) {
+					t.Fatalf("the log shows %s: %s", secret, line)
+				}
+			}
+		}
+	})
+}
+
+// blockUntil is closed once c has n timers pending.
+func blockUntil(c *clock.Fake, n int) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		if c.BlockUntil(context.Background(), n) == nil {
+			close(ch)
+		}
+	}()
+	return ch
 }

@@ -9,6 +9,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -95,14 +96,35 @@ type Config struct {
 	Counters metrics.Metrics // Discard when nil
 	Clock    clock.Clock     // System when nil
 	Logger   *slog.Logger    // discards when nil
+	// Limits bound what callers hold at once (the defaults where zero).
+	Limits Limits
+}
+
+// Limits bound what callers hold at once; zero is the default.
+type Limits struct {
+	// Webhooks is how many webhook deliveries are read at once, over every
+	// tenant (MaxWebhooks).
+	Webhooks int
+	// WebhooksPerTenant is how many of one tenant's deliveries are read at
+	// once (MaxWebhooksPerTenant).
+	WebhooksPerTenant int
+	// LongPollsPerToken is how many feed reads one token may hold waiting
+	// at once (MaxLongPollsPerToken).
+	LongPollsPerToken int
+	// ReplayWindow is how long a delivery taken is remembered
+	// (ReplayWindow).
+	ReplayWindow time.Duration
 }
 
 // API is the handler.
 type API struct {
-	c      Config
-	tokens []tokenEntry
-	op     [32]byte
-	mux    *http.ServeMux
+	c       Config
+	tokens  []tokenEntry
+	op      [32]byte
+	mux     *http.ServeMux
+	hooks   *hookSlots
+	replays *replayCache
+	polls   *pollSlots
 }
 
 // Route is one route of the API, as the OpenAPI document lists it.
@@ -165,7 +187,18 @@ func New(c Config) *API {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &API{c: c, mux: http.NewServeMux()}
+	l := &c.Limits
+	l.Webhooks = cmp.Or(l.Webhooks, MaxWebhooks)
+	l.WebhooksPerTenant = cmp.Or(l.WebhooksPerTenant, MaxWebhooksPerTenant)
+	l.LongPollsPerToken = cmp.Or(l.LongPollsPerToken, MaxLongPollsPerToken)
+	l.ReplayWindow = cmp.Or(l.ReplayWindow, ReplayWindow)
+	a := &API{
+		c: c, mux: http.NewServeMux(),
+		hooks: &hookSlots{max: l.Webhooks, perTenant: l.WebhooksPerTenant, tenants: map[string]int{}},
+		replays: &replayCache{clock: c.Clock, window: l.ReplayWindow, max: MaxRemembered,
+			until: map[[sha256.Size]byte]time.Time{}},
+		polls: &pollSlots{max: l.LongPollsPerToken, held: map[[sha256.Size]byte]int{}},
+	}
 	for tok, tenant := range c.Tokens {
 		if tok != "" {
 			a.tokens = append(a.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
@@ -331,19 +364,67 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// writeWriteError answers a write's failure with its code's status.
-func writeWriteError(w http.ResponseWriter, err error) {
+// writeWriteError answers a write's failure with its code's status, and a
+// message that names the tracker and the kind of failure: a tracker's own
+// error carries its internal URLs, dial errors and answers, and a ledger's
+// its host and user, which are the operator's to read in the log, not the
+// caller's.
+func (a *API) writeWriteError(w http.ResponseWriter, tenant, workspace string, err error) {
+	code, msg := a.publicError(tenant, workspace, err)
+	var we *writes.Error
+	var wait time.Duration
+	hasWe := errors.As(err, &we)
+	if code.Retryable() {
+		wait = time.Second
+		if hasWe {
+			wait = max(we.RetryAfter, time.Second)
+		}
+	}
+	if !hasWe || msg != we.Error() {
+		// What the caller was not told is the operator's to read.
+		a.c.Logger.Warn("write failed", "tenant", tenant, "workspace", workspace, "code", string(code), "err", err)
+	} else {
+		a.c.Logger.Debug("write refused", "tenant", tenant, "workspace", workspace, "code", string(code), "err", err)
+	}
+	writeError(w, StatusOf(code), string(code), msg, wait)
+}
+
+// publicError is a write failure's code and the message a caller reads.
+func (a *API) publicError(tenant, workspace string, err error) (writes.Code, string) {
 	var we *writes.Error
 	if !errors.As(err, &we) {
-		writeError(w, http.StatusServiceUnavailable, string(writes.CodeUnavailable), err.Error(), time.Second)
-		return
+		return writes.CodeUnavailable, "the write could not be made; retry"
 	}
-	status := StatusOf(we.Code)
-	var wait time.Duration
-	if we.Code.Retryable() {
-		wait = max(we.RetryAfter, time.Second)
+	name := "the tracker"
+	if a.c.Connections != nil {
+		if b, berr := a.c.Connections.Binding(tenant, workspace); berr == nil {
+			name = b.Kind()
+		}
 	}
-	writeError(w, status, string(we.Code), we.Error(), wait)
+	var rl *tracker.RateLimitedError
+	switch {
+	case errors.As(err, &rl):
+		return we.Code, fmt.Sprintf("%s: rate limited, asked to wait %s", name, rl.RetryAfter.Round(time.Second))
+	case errors.Is(err, tracker.ErrUnauthorized):
+		return we.Code, name + ": the tenant's key was refused"
+	case errors.Is(err, tracker.ErrUnavailable):
+		return we.Code, name + ": unavailable"
+	case errors.Is(err, tracker.ErrNotFound):
+		return we.Code, name + ": not found"
+	case errors.Is(err, tracker.ErrRefused):
+		return we.Code, name + ": refused the write"
+	case errors.Is(err, tracker.ErrExists):
+		return we.Code, name + ": an item already exists under the key"
+	case errors.Is(err, context.DeadlineExceeded):
+		return we.Code, "the write did not finish within its bound"
+	case we.Code == writes.CodeUnavailable:
+		// The ledger, or anything else relayr did not foresee.
+		return we.Code, "the write could not be made now; retry"
+	}
+	// The write path's own refusals (a bad key, a claim held, the loop
+	// cap, a switched-off tracker, a deleted item) say only what the
+	// caller sent.
+	return we.Code, we.Error()
 }
 
 // StatusOf is the HTTP status of a write's code.
@@ -375,13 +456,15 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.c.Ledger == nil {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "no ledger", 0)
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready", 0)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := a.c.Ledger.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not_ready", "ledger: "+err.Error(), 0)
+		// Public: the ledger's error names its user, host and database.
+		a.c.Logger.Warn("readyz: the ledger is not ready", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "not ready", 0)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

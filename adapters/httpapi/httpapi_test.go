@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -66,9 +69,28 @@ type env struct {
 	waker  *waker
 	api    *httpapi.API
 	srv    *httptest.Server
+	logs   *syncBuffer
 }
 
-func newEnv(t *testing.T) *env {
+// syncBuffer is a log's text, written from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T, opts ...func(*httpapi.Config)) *env {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
@@ -85,10 +107,11 @@ func newEnv(t *testing.T) *env {
 	m := metrics.NewMemory()
 	log := eventlog.NewNotifying(led)
 	wk := &waker{}
+	logs := &syncBuffer{}
 	w := writes.New(writes.Config{Ledger: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m})
 	bud := budget.New(clk, 40)
 	fs := follow.New(follow.Config{Ledger: led, Log: log, Connections: conns, Integrations: sw, Clock: clk, Budget: bud, Holder: "replica-1"})
-	api := httpapi.New(httpapi.Config{
+	cfg := httpapi.Config{
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
 			bs, err := fs.Status(ctx)
 			return httpapi.StatusReport{Holder: fs.Holder(), Now: clk.Now(), Bindings: bs, Budgets: bud.Status()}, err
@@ -98,10 +121,15 @@ func newEnv(t *testing.T) *env {
 		OperatorToken: opTok,
 		Metrics:       http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "relayr_up 1\n") }),
 		Counters:      m, Clock: clk,
-	})
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	api := httpapi.New(cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, clock: clk, fake: fake, ledger: led, log: log, conns: conns, sw: sw, m: m, waker: wk, api: api, srv: srv}
+	return &env{t: t, clock: clk, fake: fake, ledger: led, log: log, conns: conns, sw: sw, m: m, waker: wk, api: api, srv: srv, logs: logs}
 }
 
 type resp struct {
@@ -619,4 +647,97 @@ func TestOpenAPIDocumentsEveryRouteAndNoOther(t *testing.T) {
 	if r := e.do("GET", "/relayr/v1/openapi.json", "", nil); r.status != 200 || !bytes.Equal(r.body, httpapi.OpenAPI()) {
 		t.Fatalf("served document: %d", r.status)
 	}
+}
+
+// internal is what a tracker's or a database's own error says of the
+// deployment: none of it may reach a caller.
+var internal = []string{"10.0.0.7", "plane.internal", "dial tcp", "user=relayr", "db.internal", "5432", "/api/v1/"}
+
+func leaks(t *testing.T, what string, body []byte) {
+	t.Helper()
+	for _, s := range internal {
+		if strings.Contains(string(body), s) {
+			t.Fatalf("%s shows the caller %q: %s", what, s, body)
+		}
+	}
+}
+
+// failingPinger is a ledger that cannot be reached.
+type failingPinger struct{}
+
+func (failingPinger) Ping(context.Context) error {
+	return errors.New("failed to connect to `user=relayr database=relayr`: db.internal:5432 (10.0.0.7): dial tcp 10.0.0.7:5432: connect: connection refused")
+}
+
+// failingLog is an event log whose reads fail as a database's do.
+type failingLog struct{ eventlog.Log }
+
+func (failingLog) Read(context.Context, string, string, int64, int) ([]eventlog.Event, error) {
+	return nil, failingPinger{}.Ping(context.Background())
+}
+
+func TestNothingLeaks(t *testing.T) {
+	t.Run("ReadyzSaysOnlyNotReadyAndLogsWhy", func(t *testing.T) {
+		e := newEnv(t, func(c *httpapi.Config) { c.Ledger = failingPinger{} })
+		r := e.do("GET", "/readyz", "", nil)
+		want(t, r, http.StatusServiceUnavailable, "not_ready")
+		leaks(t, "/readyz", r.body)
+		if !strings.Contains(e.logs.String(), "db.internal:5432") {
+			t.Fatalf("the reason is not in the log: %s", e.logs)
+		}
+	})
+
+	t.Run("AFeedReadThatFailsSaysOnlyUnavailable", func(t *testing.T) {
+		e := newEnv(t, func(c *httpapi.Config) { c.Log = failingLog{c.Log} })
+		r := e.do("GET", ws+"/events", tokenA, nil)
+		want(t, r, http.StatusServiceUnavailable, "unavailable")
+		leaks(t, "a feed read", r.body)
+		if !strings.Contains(e.logs.String(), "db.internal:5432") {
+			t.Fatalf("the reason is not in the log: %s", e.logs)
+		}
+	})
+
+	// A tracker's own errors, as the adapters word them.
+	dial := fmt.Errorf("plane: POST http://plane.internal:8000/api/v1/workspaces/acme/projects/p/work-items/: %w: dial tcp 10.0.0.7:8000: connect: connection refused", tracker.ErrUnavailable)
+	for _, c := range []struct {
+		name    string
+		err     error
+		status  int
+		code    string
+		message string
+	}{
+		{"Unavailable", dial, 503, "tracker_unavailable", "fake: unavailable"},
+		{"RateLimited", fmt.Errorf("plane: GET http://plane.internal/api/v1/: %w", tracker.RateLimited(7*time.Second)), 503, "tracker_unavailable", "fake: rate limited, asked to wait 7s"},
+		{"Refused", fmt.Errorf("plane: 400 {\"error\": \"state not in project\", \"url\": \"http://plane.internal/api/v1/\"}: %w", tracker.ErrRefused), 422, "refused", "fake: refused the write"},
+		{"KeyRefused", fmt.Errorf("plane: 403 from http://plane.internal/api/v1/ as user=relayr: %w", tracker.ErrUnauthorized), 503, "tracker_unavailable", "fake: the tenant's key was refused"},
+		{"Unforeseen", errors.New("dial tcp 10.0.0.7:8000: i/o timeout"), 503, "tracker_unavailable", "the write could not be made now; retry"},
+	} {
+		t.Run("AWriteThatFailsNamesTheTrackerAndTheKindOfFailure/"+c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.fake.FailNext(faketracker.MethodCreate, 2, c.err)
+			r := e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "k", Title: "t"})
+			if r.status != c.status || r.code() != c.code {
+				t.Fatalf("%d %s, want %d %s", r.status, r.body, c.status, c.code)
+			}
+			leaks(t, "a write's error", r.body)
+			var b struct {
+				Error struct{ Message string } `json:"error"`
+			}
+			_ = json.Unmarshal(r.body, &b)
+			if b.Error.Message != c.message {
+				t.Fatalf("message %q, want %q", b.Error.Message, c.message)
+			}
+			if !strings.Contains(e.logs.String(), "10.0.0.7") && !strings.Contains(e.logs.String(), "plane.internal") {
+				t.Fatalf("the detail is not in the log: %s", e.logs)
+			}
+		})
+	}
+
+	t.Run("TheWritePathsOwnRefusalsStillSayWhatWasWrong", func(t *testing.T) {
+		e := newEnv(t)
+		r := e.do("POST", ws+"/items/ensure", tokenA, httpapi.EnsureRequest{Key: "", Title: "t"})
+		if r.status != 400 || !strings.Contains(string(r.body), "key") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
 }

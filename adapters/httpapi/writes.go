@@ -107,17 +107,18 @@ func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	workspace := r.PathValue("workspace")
 	var req EnsureRequest
 	if !decode(w, r, &req) {
 		return
 	}
 	res, err := a.c.Writes.EnsureItem(r.Context(), writes.EnsureParams{
-		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
+		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Draft:       tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
 		Correlation: correlation(r, req.Correlation), Live: req.Live,
 	})
 	if err != nil {
-		writeWriteError(w, err)
+		a.writeWriteError(w, tenant, workspace, err)
 		return
 	}
 	status := http.StatusOK
@@ -132,17 +133,18 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	workspace := r.PathValue("workspace")
 	var req UpdateRequest
 	if !decode(w, r, &req) {
 		return
 	}
 	it, err := a.c.Writes.Update(r.Context(), writes.UpdateParams{
-		Tenant: tenant, Workspace: r.PathValue("workspace"), Key: req.Key,
+		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Patch:       tracker.Patch{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
 		Correlation: correlation(r, req.Correlation), Live: req.Live,
 	})
 	if err != nil {
-		writeWriteError(w, err)
+		a.writeWriteError(w, tenant, workspace, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, ItemResponse{Item: itemJSON(it), How: "updated"})
@@ -153,16 +155,17 @@ func (a *API) comment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	workspace := r.PathValue("workspace")
 	var req CommentRequest
 	if !decode(w, r, &req) {
 		return
 	}
 	res, err := a.c.Writes.Comment(r.Context(), writes.CommentParams{
-		Tenant: tenant, Workspace: r.PathValue("workspace"), ItemKey: req.ItemKey, Key: req.Key,
+		Tenant: tenant, Workspace: workspace, ItemKey: req.ItemKey, Key: req.Key,
 		Body: req.Body, Correlation: correlation(r, req.Correlation),
 	})
 	if err != nil {
-		writeWriteError(w, err)
+		a.writeWriteError(w, tenant, workspace, err)
 		return
 	}
 	status := http.StatusOK

@@ -37,12 +37,18 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // newer than this relayr's migrations is refused. The role becomes the
 // tables' owner.
 func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	if schema == "" {
-		schema = DefaultSchema
-	}
 	migrations, err := loadMigrations(migrationFS, "migration")
 	if err != nil {
 		return err
+	}
+	return migrateSchema(ctx, pool, schema, migrations)
+}
+
+// migrateSchema applies migrations, the first ones of the embedded set, as
+// MigrateSchema does.
+func migrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string, migrations []ledger.Migration) error {
+	if schema == "" {
+		schema = DefaultSchema
 	}
 	quoted := pgx.Identifier{schema}.Sanitize()
 	tx, err := pool.Begin(ctx)

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -52,7 +53,8 @@ type Ledger struct {
 
 // Open opens (creating it if need be) the ledger in the SQLite file at path,
 // applies the migrations it lacks, and answers the ledger. Close it when
-// done.
+// done. A file it creates is the owner's alone (0600), and so are its WAL
+// and shared memory; an existing file keeps its mode.
 func Open(ctx context.Context, path string) (*Ledger, error) {
 	return openLedger(ctx, path, BusyTimeout)
 }
@@ -65,6 +67,13 @@ func openLedger(ctx context.Context, path string, busyTimeout time.Duration) (*L
 	if err != nil {
 		return nil, err
 	}
+	// The file holds titles, descriptions and events: created the owner's
+	// alone. SQLite gives its WAL and shared memory the file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // G304: the operator names the ledger's file
+	if err != nil {
+		return nil, fmt.Errorf("ledgersqlite: open %s: %w", path, err)
+	}
+	_ = f.Close()
 	base := "file:" + escapePath(path) + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"

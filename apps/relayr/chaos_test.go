@@ -42,7 +42,7 @@ const (
 	chaosTenant     = "acme"
 	chaosPlaneWS    = "ops-plane"
 	chaosVikunjaWS  = "ops-vikunja"
-	chaosToken      = "chaos-token-acme"
+	chaosToken      = "chaos-token-of-acme-0123456789abcdef"
 	chaosPlaneHook  = "plane_wh_chaos0123456789abcdef0123456789"
 	chaosVikunjaKey = "vikunja-hook-chaos"
 	chaosSubSecret  = "subscriber-secret-chaos"

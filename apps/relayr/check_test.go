@@ -38,7 +38,7 @@ project = %q
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("ACME_TOKEN", "tok")
+	t.Setenv("ACME_TOKEN", "check-token-of-acme-0123456789abcdef")
 
 	t.Setenv("ACME_PLANE_KEY", plane.Bot.Key)
 	var out bytes.Buffer

@@ -65,7 +65,7 @@ identifier = %q
 	}
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", path)
-	cmd.Env = append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+	cmd.Env = append(os.Environ(), "ACME_TOKEN=sigterm-token-of-acme-0123456789abcdef", "ACME_PLANE_KEY="+plane.Bot.Key)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

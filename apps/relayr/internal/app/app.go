@@ -59,6 +59,7 @@ type App struct {
 	closeDB   func()
 	subs      []config.Subscription
 	subSecret map[string]string
+	delivery  *http.Client
 }
 
 // Options are what the caller adds to a configuration: the clock, the
@@ -197,19 +198,15 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Config: c, Store: store, Log: log, Conns: conns, Writer: w, Followers: fs, Registry: reg, Logger: o.Logger,
 		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, subSecret: s.Subscriptions,
 	}
-	var client *http.Client
-	if o.Transport != nil {
-		client = &http.Client{Transport: o.Transport, Timeout: 10 * time.Second}
-	}
+	// Delivery follows no redirect: a 3xx is a failure, retried from the
+	// cursor, and the signed body goes to the configured URL only.
+	a.delivery = &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: httpapi.NoRedirects}
 	a.Delivery = follow.NewLogFollowers(follow.LogConfig{
 		Ledger: store, Log: log, Clock: o.Clock, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
 		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
 			for _, sub := range a.subs {
 				if sub.Tenant == f.Tenant && sub.Workspace == f.Workspace && sub.Name == f.Name {
-					return follow.Subscription{Sink: &httpapi.Subscriber{
-						URL: sub.URL, Secret: a.subSecret[f.Tenant+"/"+f.Workspace+"/"+f.Name],
-						Client: client, Clock: o.Clock, Logger: o.Logger,
-					}}, nil
+					return follow.Subscription{Sink: a.subscriber(sub)}, nil
 				}
 			}
 			return follow.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
@@ -244,9 +241,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	}
 	for _, sub := range a.subs {
 		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: sub.Tenant, Workspace: sub.Workspace, Name: sub.Name}
-		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: &httpapi.Subscriber{
-			URL: sub.URL, Secret: a.subSecret[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name], Clock: a.clock, Logger: a.Logger,
-		}}); err != nil {
+		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: a.subscriber(sub)}); err != nil {
 			a.Logger.Error("delivery", "subscription", sub.Name, "err", err)
 		}
 	}
@@ -283,6 +278,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// subscriber is the sink delivering to a subscription, logged by its name.
+func (a *App) subscriber(sub config.Subscription) *httpapi.Subscriber {
+	return &httpapi.Subscriber{
+		Name: sub.Tenant + "/" + sub.Workspace + "/" + sub.Name, URL: sub.URL,
+		Secret: a.subSecret[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name],
+		Client: a.delivery, Clock: a.clock, Logger: a.Logger,
+	}
 }
 
 // notifyDelivery wakes the delivery followers of a workspace when its log

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -113,6 +114,10 @@ type Binding struct {
 	// Namespace of the source (default "lattice").
 	Namespace string   `toml:"namespace"`
 	Defaults  Defaults `toml:"defaults"`
+	// AllowInsecureHTTP lets base_url be plain http:// to a host that is
+	// not loopback; refused otherwise, since the tenant's key would cross
+	// the network in the clear.
+	AllowInsecureHTTP bool `toml:"allow_insecure_http"`
 	// Since, when set, publishes the items changed since as created on the
 	// binding's first read, instead of seeding silently.
 	Since *time.Time `toml:"since"`
@@ -132,6 +137,10 @@ type Subscription struct {
 	Name      string `toml:"name"`
 	URL       string `toml:"url"`
 	Secret    Secret `toml:"secret"`
+	// AllowInsecureHTTP lets url be plain http:// to a host that is not
+	// loopback; refused otherwise, since the events would cross the
+	// network in the clear.
+	AllowInsecureHTTP bool `toml:"allow_insecure_http"`
 }
 
 // Secret is read from the environment (env = "NAME") or a file (file =
@@ -323,11 +332,12 @@ func (c *Config) validate() []string {
 				add("%s: tenant %q has no credentials for %s", where, b.Tenant, b.Tracker)
 			}
 		}
-		if err := checkURL(b.BaseURL); err != nil {
+		if err := checkURL(b.BaseURL, b.AllowInsecureHTTP); err != nil {
 			add("%s: base_url: %v", where, err)
 		}
 		if b.WebURL != "" {
-			if err := checkURL(b.WebURL); err != nil {
+			// Only links are made from it: no request goes there.
+			if err := checkURL(b.WebURL, true); err != nil {
 				add("%s: web_url: %v", where, err)
 			}
 		}
@@ -358,7 +368,7 @@ func (c *Config) validate() []string {
 			add("%s: configured twice", where)
 		}
 		subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] = true
-		if err := checkURL(s.URL); err != nil {
+		if err := checkURL(s.URL, s.AllowInsecureHTTP); err != nil {
 			add("%s: url: %v", where, err)
 		}
 		if !s.Secret.Set() {
@@ -389,12 +399,32 @@ func allDigits(s string) bool {
 	return true
 }
 
-func checkURL(s string) error {
+// checkURL refuses what is not an http(s) URL, a URL carrying a user name
+// or password, and, unless insecure is allowed, plain http to a host that is
+// not loopback.
+func checkURL(s string, insecure bool) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q is not an http(s) URL", s)
 	}
+	if u.User != nil {
+		// Never echo it: the password is in it.
+		return errors.New("the URL carries a user name or password: credentials are secrets, read from the environment or a file, never written in a URL")
+	}
+	if u.Scheme == "http" && !insecure && !loopback(u.Hostname()) {
+		return fmt.Errorf("%q is plain http to a host that is not loopback: use https, or set allow_insecure_http = true beside it", s)
+	}
 	return nil
+}
+
+// loopback reports whether host is this machine: localhost or a loopback
+// address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ReadSecret reads a secret from its environment variable or file; getenv
@@ -423,6 +453,19 @@ func ReadSecret(s Secret, getenv func(string) string) (string, error) {
 	return "", errors.New("the secret names neither env nor file")
 }
 
+// MinTokenBytes is the shortest bearer token taken, the operator's and each
+// tenant's: long enough that a token is drawn at random, not chosen.
+const MinTokenBytes = 32
+
+// shortToken says what is wrong with a token read but too short, "" when
+// it is long enough (or was not read at all, which is said apart).
+func shortToken(tok string) string {
+	if tok == "" || len(tok) >= MinTokenBytes {
+		return ""
+	}
+	return fmt.Sprintf("is %d bytes; a token must be at least %d (`openssl rand -hex 32` makes one)", len(tok), MinTokenBytes)
+}
+
 // Secrets are every secret a configuration names, read.
 type Secrets struct {
 	OperatorToken string
@@ -449,6 +492,9 @@ func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
 	}
 	if c.OperatorToken.Set() {
 		s.OperatorToken = read("operator_token", c.OperatorToken)
+		if short := shortToken(s.OperatorToken); short != "" {
+			probs = append(probs, "operator_token: "+short)
+		}
 	}
 	if c.Ledger.Driver == "postgres" {
 		s.DSN = read("ledger.dsn", c.Ledger.DSN)
@@ -457,6 +503,14 @@ func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
 		tok := read("tenant "+t.Name+" token", t.Token)
 		if other, dup := s.Tokens[tok]; dup && tok != "" {
 			probs = append(probs, fmt.Sprintf("tenants %s and %s share a token", other, t.Name))
+		}
+		if short := shortToken(tok); short != "" {
+			probs = append(probs, "tenant "+t.Name+" token: "+short)
+		}
+		if tok != "" && tok == s.OperatorToken {
+			// The operator's token reads every tenant's counters; a
+			// tenant holding it would too.
+			probs = append(probs, "operator_token is tenant "+t.Name+"'s token: the operator's token must be its own")
 		}
 		s.Tokens[tok] = t.Name
 		kinds := make([]string, 0, len(t.Trackers))

@@ -110,6 +110,25 @@ func TestRefusals(t *testing.T) {
 		{"PostgresWithoutADSN", func(s string) string { return strings.Replace(s, `driver = "sqlite"`, `driver = "postgres"`, 1) }, "needs dsn"},
 		{"AnUnknownDriver", func(s string) string { return strings.Replace(s, `driver = "sqlite"`, `driver = "mysql"`, 1) }, `driver "mysql"`},
 		{"BrokenTOML", func(s string) string { return s + "\n[[bindings]\n" }, "line"},
+		{"AUserAndPasswordInABaseURL", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, `base_url = "https://bot:hunter2@plane.example.com"`, 1)
+		}, "base_url: the URL carries a user name or password"},
+		{"AUserInAWebURL", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, "base_url = \"https://plane.example.com\"\nweb_url = \"https://bot@app.example.com\"", 1)
+		}, "web_url: the URL carries a user name or password"},
+		{"AUserAndPasswordInASubscriptionURL", func(s string) string {
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "https://rules:hunter2@rules.example.com/hook"`, 1)
+		}, "url: the URL carries a user name or password"},
+		{"PlainHTTPToATrackerNotOnLoopback", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, `base_url = "http://plane.example.com"`, 1)
+		}, `base_url: "http://plane.example.com" is plain http to a host that is not loopback: use https, or set allow_insecure_http = true`},
+		{"PlainHTTPToASubscriberNotOnLoopback", func(s string) string {
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "http://10.0.0.7/hook"`, 1)
+		}, `url: "http://10.0.0.7/hook" is plain http to a host that is not loopback`},
+		{"PlainHTTPAllowedForOneBindingIsNotAllowedForTheSubscription", func(s string) string {
+			s = strings.Replace(s, `base_url = "https://plane.example.com"`, "base_url = \"http://plane.example.com\"\nallow_insecure_http = true", 1)
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "http://rules.example.com/hook"`, 1)
+		}, `url: "http://rules.example.com/hook" is plain http`},
 		{"ASubscriptionOfAnUnboundWorkspace", func(s string) string {
 			return strings.Replace(s, "workspace = \"ops\"\nname = \"rules\"", "workspace = \"dev\"\nname = \"rules\"", 1)
 		}, "acme/dev is not a bound workspace"},
@@ -125,6 +144,86 @@ func TestRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q does not say %q", err, c.want)
 			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("the refusal shows the password: %q", err)
+			}
+		})
+	}
+}
+
+func TestWhatIsRefusedByDefaultIsTakenWhereItIsSafeOrAllowed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(string) string
+	}{
+		{"PlainHTTPToLoopback", func(s string) string {
+			s = strings.Replace(s, `base_url = "https://plane.example.com"`, `base_url = "http://127.0.0.1:8000"`, 1)
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "http://localhost:9000/hook"`, 1)
+		}},
+		{"PlainHTTPToIPv6Loopback", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, `base_url = "http://[::1]:8000"`, 1)
+		}},
+		{"PlainHTTPWhereAllowed", func(s string) string {
+			s = strings.Replace(s, `base_url = "https://plane.example.com"`, "base_url = \"http://plane.internal\"\nallow_insecure_http = true", 1)
+			return strings.Replace(s, `url = "https://rules.example.com/hook"`, "url = \"http://rules.internal/hook\"\nallow_insecure_http = true", 1)
+		}},
+		{"APlainHTTPWebURL", func(s string) string {
+			return strings.Replace(s, `base_url = "https://plane.example.com"`, "base_url = \"https://plane.example.com\"\nweb_url = \"http://plane.example.com\"", 1)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := config.Parse([]byte(c.edit(good)), "relayr.toml"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// tokens of the right length, as `openssl rand -hex 16` makes them.
+const (
+	opToken   = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	acmeToken = "a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5"
+)
+
+func TestTokensThatAreShortOrSharedWithTheOperatorAreRefused(t *testing.T) {
+	c, err := config.Parse([]byte(good), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"AShortTenantToken", map[string]string{"OP": opToken, "ACME_TOKEN": "acme-token"},
+			[]string{"tenant acme token: is 10 bytes; a token must be at least 32"}},
+		{"AShortOperatorToken", map[string]string{"OP": "short-op", "ACME_TOKEN": acmeToken},
+			[]string{"operator_token: is 8 bytes; a token must be at least 32"}},
+		{"TheOperatorsTokenGivenToATenant", map[string]string{"OP": opToken, "ACME_TOKEN": opToken},
+			[]string{"operator_token is tenant acme's token: the operator's token must be its own"}},
+		{"OneLessThanEnough", map[string]string{"OP": opToken[:31], "ACME_TOKEN": acmeToken[:31]},
+			[]string{"operator_token: is 31 bytes", "tenant acme token: is 31 bytes"}},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			env := map[string]string{"ACME_PLANE_KEY": "key", "ACME_PLANE_HOOK": "hook"}
+			for n, v := range k.env {
+				env[n] = v
+			}
+			c.Subscriptions = nil
+			_, err := c.ReadSecrets(func(n string) string { return env[n] })
+			if err == nil || !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("taken: %v", err)
+			}
+			for _, w := range k.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not say %q", err, w)
+				}
+			}
+			for _, v := range k.env {
+				if strings.Contains(err.Error(), v) {
+					t.Fatalf("the refusal shows a token: %q", err)
+				}
+			}
 		})
 	}
 }
@@ -139,12 +238,12 @@ func TestSecretsAreReadFromTheEnvironmentOrFilesAndMissingOnesAreNamedTogether(t
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"OP": "op", "ACME_TOKEN": "tok", "ACME_PLANE_KEY": "key", "ACME_PLANE_HOOK": "hook"}
+	env := map[string]string{"OP": opToken, "ACME_TOKEN": acmeToken, "ACME_PLANE_KEY": "key", "ACME_PLANE_HOOK": "hook"}
 	s, err := c.ReadSecrets(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Tokens["tok"] != "acme" || s.Trackers["acme/plane"].Token != "key" || s.Trackers["acme/plane"].WebhookSecret != "hook" || s.Subscriptions["acme/ops/rules"] != "rules-secret" {
+	if s.Tokens[acmeToken] != "acme" || s.Trackers["acme/plane"].Token != "key" || s.Trackers["acme/plane"].WebhookSecret != "hook" || s.Subscriptions["acme/ops/rules"] != "rules-secret" {
 		t.Fatalf("%+v", s)
 	}
 	delete(env, "ACME_TOKEN")

@@ -69,6 +69,14 @@ workspace = "ops"
 name = "rules"
 url = "https://rules.example.com/hook"
 secret = {file = "/run/secrets/rules"}
+
+[[subscriptions]]
+tenant = "acme"
+workspace = "dev"
+name = "audit"
+url = "http://audit.internal/hook"
+allow_insecure_http = true
+secret = {env = "AUDIT_SECRET"}
 `
 
 // FuzzParse reads any text as a configuration: Parse never panics, refuses
@@ -90,6 +98,8 @@ func FuzzParse(f *testing.F) {
 		"listen = 1\nlisten = 2\n",
 		"a.b.c = {d = [1, {e = 2}]}\n",
 		"since = 1979-05-27T07:32:00-08:00\n",
+		"[[bindings]]\ntenant = \"acme\"\nbase_url = \"https://u:p@x\"\n",
+		"[[bindings]]\nbase_url = \"http://[::1]:80\"\nallow_insecure_http = \"yes\"\n",
 	} {
 		f.Add([]byte(s))
 	}

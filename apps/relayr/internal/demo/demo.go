@@ -6,6 +6,8 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +33,6 @@ import (
 const (
 	tenant    = "acme"
 	workspace = "ops"
-	token     = "demo-token-acme"
 	key       = "ci/build-42"
 	run       = "run-42"
 )
@@ -80,6 +81,8 @@ type demo struct {
 	done   chan error
 	itemID string
 	after  int64
+	// token is the tenant's token, drawn for this run.
+	token string
 }
 
 func setUp(ctx context.Context, out io.Writer) (*demo, error) {
@@ -87,7 +90,9 @@ func setUp(ctx context.Context, out io.Writer) (*demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{out: out, dir: dir}
+	var tok [32]byte
+	_, _ = rand.Read(tok[:])
+	d := &demo{out: out, dir: dir, token: hex.EncodeToString(tok[:])}
 	d.plane = planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
 	d.planeS = httptest.NewServer(d.plane)
 
@@ -126,7 +131,7 @@ func setUp(ctx context.Context, out io.Writer) (*demo, error) {
 		Dir: dir,
 	}
 	secrets := &config.Secrets{
-		Tokens:   map[string]string{token: tenant},
+		Tokens:   map[string]string{d.token: tenant},
 		Trackers: tracker.StaticCredentials{tenant + "/plane": {Token: d.plane.Bot.Key, WebhookSecret: planeSecret}},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -184,7 +189,7 @@ func (d *demo) call(ctx context.Context, path string, body, out any) (int, strin
 	if err != nil {
 		return 0, "", err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+d.token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -249,7 +254,7 @@ func (d *demo) next(ctx context.Context, types ...string) (eventlog.Event, error
 	for {
 		var f httpapi.FeedResponse
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/relayr/v1/tenants/%s/workspaces/%s/events?after=%d&wait=10s", d.base, tenant, workspace, d.after), nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+d.token)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return eventlog.Event{}, err

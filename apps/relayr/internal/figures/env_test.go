@@ -33,7 +33,7 @@ import (
 const (
 	tenant        = "acme"
 	workspace     = "ops"
-	token         = "figures-token-acme"
+	token         = "figures-token-of-acme-0123456789abcdef"
 	webhookSecret = "figures-webhook-secret-0123456789abcdef"
 	// label is on every filing, relayr's and the direct ones, as a run's
 	// filing carries one.
