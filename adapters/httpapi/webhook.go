@@ -7,6 +7,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // webhook takes a tracker's delivery as a nudge (ADR-0036, "Webhooks only
@@ -14,7 +15,8 @@ import (
 // credentials the tenant's followers last asked for, only then the switch;
 // an unknown tenant, a switched-off workspace and a bad signature are the
 // same 401, counted together; a verified nudge wakes the followers of the
-// project it names and answers 204.
+// project it names, with the items it reports deleted for them to check,
+// and answers 204.
 func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 	tenant, kind := r.PathValue("tenant"), r.PathValue("tracker")
 	// Refused once it says it is over 1 MB…
@@ -70,15 +72,16 @@ func (a *API) nudge(r *http.Request, tenant, kind string, body []byte) []binding
 	}
 	// The signature first: with the credentials the followers last asked
 	// for, never asked for on a request.
-	project, verified := "", false
+	var nudged tracker.Nudged
+	verified := false
 	for _, b := range candidates {
 		tr, creds, ok := a.c.Connections.Cached(b)
 		if !ok || creds.WebhookSecret == "" {
 			continue
 		}
-		p, err := tr.Nudge(creds.WebhookSecret, r.Header, body)
+		n, err := tr.Nudge(creds.WebhookSecret, r.Header, body)
 		if err == nil {
-			project, verified = p, true
+			nudged, verified = n, true
 			break
 		}
 	}
@@ -89,14 +92,14 @@ func (a *API) nudge(r *http.Request, tenant, kind string, body []byte) []binding
 	var woken []binding.Binding
 	for _, b := range candidates {
 		tr, _, ok := a.c.Connections.Cached(b)
-		if !ok || tr.Project() != project {
+		if !ok || tr.Project() != nudged.Project {
 			continue
 		}
 		if !a.c.Integrations.Enabled(r.Context(), b.Tenant, b.Workspace, b.Integration()) {
 			continue
 		}
 		if a.c.Waker != nil {
-			a.c.Waker.Wake(b, project)
+			a.c.Waker.Wake(b, nudged)
 		}
 		woken = append(woken, b)
 	}

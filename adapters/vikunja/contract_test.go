@@ -94,6 +94,20 @@ func TestContract(t *testing.T) {
 					}
 					return h, b
 				},
+				Deletion: func(itemID, secret string) (http.Header, []byte) {
+					n, err := taskID(itemID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := em.e.Person().Delete(n); err != nil {
+						t.Fatal(err)
+					}
+					h, b, ok := em.e.DeletionDelivery(n, secret)
+					if !ok {
+						t.Fatalf("no task %s to deliver about", itemID)
+					}
+					return h, b
+				},
 			}
 		})
 	})

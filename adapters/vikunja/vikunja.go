@@ -726,41 +726,57 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 
 // Nudge implements tracker.Tracker: X-Vikunja-Signature must be the hex
 // HMAC-SHA256 of the raw body under secret; the project is the payload's
-// data.project.id, else its task's project_id.
-func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string, error) {
+// data.project.id, else its task's project_id. A task.deleted delivery
+// names its task deleted when the task is of the project it names (a
+// deleted task reads as 404 on Vikunja, which keeps no archived tasks).
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
 	if secret == "" {
-		return "", fmt.Errorf("%w: no webhook secret to verify the delivery with", tracker.ErrUnauthorized)
+		return tracker.Nudged{}, fmt.Errorf("%w: no webhook secret to verify the delivery with", tracker.ErrUnauthorized)
 	}
 	got, err := hex.DecodeString(strings.TrimSpace(header.Get(SignatureHeader)))
 	if err != nil || len(got) == 0 {
-		return "", fmt.Errorf("%w: the delivery carries no readable %s", tracker.ErrUnauthorized, SignatureHeader)
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery carries no readable %s", tracker.ErrUnauthorized, SignatureHeader)
 	}
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	if !hmac.Equal(m.Sum(nil), got) {
-		return "", fmt.Errorf("%w: the delivery's signature doesn't verify", tracker.ErrUnauthorized)
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery's signature doesn't verify", tracker.ErrUnauthorized)
 	}
 	var p struct {
-		Data struct {
+		Event string `json:"event_name"`
+		Data  struct {
 			Project *struct {
 				ID int64 `json:"id"`
 			} `json:"project"`
 			Task *struct {
+				ID        int64 `json:"id"`
 				ProjectID int64 `json:"project_id"`
 			} `json:"task"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
-		return "", fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
+		return tracker.Nudged{}, fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
 	}
+	var project int64
 	switch {
 	case p.Data.Project != nil && p.Data.Project.ID > 0:
-		return strconv.FormatInt(p.Data.Project.ID, 10), nil
+		project = p.Data.Project.ID
 	case p.Data.Task != nil && p.Data.Task.ProjectID > 0:
-		return strconv.FormatInt(p.Data.Task.ProjectID, 10), nil
+		project = p.Data.Task.ProjectID
+	default:
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery names no project", tracker.ErrRefused)
 	}
-	return "", fmt.Errorf("%w: the delivery names no project", tracker.ErrRefused)
+	n := tracker.Nudged{Project: strconv.FormatInt(project, 10)}
+	if task := p.Data.Task; p.Event == EventTaskDeleted && task != nil && task.ID > 0 && (task.ProjectID == 0 || task.ProjectID == project) {
+		n.Deleted = []string{strconv.FormatInt(task.ID, 10)}
+	}
+	return n, nil
 }
+
+// EventTaskDeleted is the event Vikunja delivers when a task is deleted,
+// with the task as it was: the only prompt sign of a deletion, since a
+// deleted task simply vanishes from lists.
+const EventTaskDeleted = "task.deleted"
 
 // Link implements tracker.Tracker: the task's page in Vikunja's web UI.
 func (t *Tracker) Link(ref tracker.ItemRef) string { return t.base + "/tasks/" + ref.ID }

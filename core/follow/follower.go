@@ -28,6 +28,9 @@ type follower struct {
 	// sweep is the full read under way, kept across polls while the lease
 	// holds (a sweep that runs out of budget goes on at the next poll).
 	sweep *sweep
+	// deleted holds the items verified deliveries reported deleted, to be
+	// checked at the next poll (deletions.go).
+	deleted pendingDeletions
 }
 
 func newFollower(fs *Followers, b binding.Binding) *follower {

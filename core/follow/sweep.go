@@ -27,7 +27,7 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 			return err
 		}
 		for _, id := range missing {
-			if err := r.remove(ctx, id); err != nil {
+			if err := r.remove(ctx, id, false); err != nil {
 				return err
 			}
 		}
@@ -45,8 +45,11 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 // remove tells what became of an item the sweep no longer lists, publishes
 // its removal, and forgets it. The item is read first: one that reads back
 // live was only passed over by a listing that moved under the read, and
-// stays.
-func (r *reader) remove(ctx context.Context, id string) error {
+// stays. reported is set when a verified delivery reported the item deleted
+// (tracker.Nudged.Deleted): then a read answering ErrNotFound confirms the
+// deletion, with no lookup by key. An item without a snapshot was never read
+// by this binding (another project's, or already removed): nothing happens.
+func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	fs := r.f.fs
 	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
 	switch {
@@ -89,6 +92,18 @@ func (r *reader) remove(ctx context.Context, id string) error {
 		deleted = new(false)
 	case !errors.Is(err, tracker.ErrNotFound):
 		return err
+	case reported:
+		// The tracker said it deleted the item, and reading it confirms it
+		// gone: a tracker that reports deletions reads a deleted item as
+		// missing, never an archived one.
+		deleted = new(true)
+		if key != "" {
+			// A deleted item's key is marked, so it files nothing again.
+			k := ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: key}
+			if err := fs.ledger.MarkDeleted(ctx, k); err != nil {
+				return err
+			}
+		}
 	case key != "":
 		// For an item relayr filed, its key's lookup tells deleted from
 		// archived (ADR-0036); Plane reads an archived item as missing by

@@ -215,8 +215,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	})
 	a.API = httpapi.New(httpapi.Config{
 		Writes: w, Log: log, Connections: conns, Integrations: o.Integrations, Ledger: store,
-		Waker: httpapi.WakerFunc(func(b binding.Binding, project string) {
-			fs.Nudge(context.WithoutCancel(ctx), b.Tenant, b.Kind(), project)
+		Waker: httpapi.WakerFunc(func(b binding.Binding, n tracker.Nudged) {
+			fs.Wake(context.WithoutCancel(ctx), b.Tenant, b.Kind(), n)
 		}),
 		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
