@@ -86,6 +86,8 @@ type config struct {
 	timeout   time.Duration
 	now       func() time.Time
 	maxBody   int64
+	writes    int
+	gates     *WriteGates
 }
 
 // WithTransport sends requests through rt (a fresh *http.Transport by
@@ -102,6 +104,16 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // is ErrUnavailable.
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 
+// WithConcurrentWrites lets the process send the server up to n write
+// requests at once (DefaultConcurrentWrites, one, when n < 1): more only
+// for a Vikunja on PostgreSQL or MySQL, which don't lock as SQLite does.
+// Every Tracker of one server must say the same; New refuses another n.
+func WithConcurrentWrites(n int) Option { return func(c *config) { c.writes = n } }
+
+// WithWriteGates keeps the Trackers' write gates in g instead of the
+// process's (tests that run servers apart, each on its own virtual time).
+func WithWriteGates(g *WriteGates) Option { return func(c *config) { c.gates = g } }
+
 // Tracker is the Vikunja adapter: one workspace's view of one project.
 type Tracker struct {
 	base    string
@@ -110,6 +122,9 @@ type Tracker struct {
 	source  tracker.Source
 	cfg     config
 	client  *http.Client
+	// writes is the server's gate: every write request takes a slot, so
+	// the process never sends it more writes at once than it takes.
+	writes *writeGate
 	// headerTimer is set when the transport isn't an *http.Transport, whose
 	// own ResponseHeaderTimeout can't be set: the adapter times the wait
 	// for headers itself.
@@ -148,7 +163,17 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	if cfg.transport == nil {
 		cfg.transport = http.DefaultTransport
 	}
-	t := &Tracker{
+	if cfg.writes < 1 {
+		cfg.writes = DefaultConcurrentWrites
+	}
+	if cfg.gates == nil {
+		cfg.gates = processGates
+	}
+	gate, err := cfg.gates.gate(p.BaseURL, cfg.writes)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracker{writes: gate,
 		base: strings.TrimRight(p.BaseURL, "/"), token: p.Token, project: p.Project, source: p.Source, cfg: cfg,
 		labels: map[string]int64{}, keys: map[int64]string{},
 	}
@@ -209,10 +234,18 @@ type answer struct {
 }
 
 // do makes one request and reads its answer; a non-2xx answer is a typed
-// error (classify).
+// error (classify). A write waits for a slot of the server's gate and holds
+// it until its answer is read: relayr never makes Vikunja on SQLite lock
+// itself. Reads go at once.
 func (t *Tracker) do(ctx context.Context, method, path string, query url.Values, body any, contentType string) (answer, error) {
 	if err := ctxErr(ctx); err != nil {
 		return answer{}, err
+	}
+	if method != http.MethodGet {
+		if err := t.writes.enter(ctx); err != nil {
+			return answer{}, err
+		}
+		defer t.writes.leave()
 	}
 	var rd io.Reader
 	if body != nil {
@@ -579,15 +612,27 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 	patched := false
 	if len(patch) > 0 {
 		a, err := t.do(ctx, http.MethodPatch, "/api/v2/tasks/"+strconv.FormatInt(n, 10), nil, patch, "application/merge-patch+json")
-		if err != nil {
+		switch {
+		case a.status == http.StatusNotModified:
+			// Huma's autopatch answers 304, with no body and nothing
+			// written, when the merged task equals the one it read (setting
+			// backlog on an open task: both are done: false). The edit
+			// changed nothing, so it is done; the task is read back as it is.
+			w, err := t.getTask(ctx, n)
+			if err != nil {
+				return tracker.Item{}, err
+			}
+			cur = &w
+		case err != nil:
 			return tracker.Item{}, err
+		default:
+			patched = true
+			w, err := decodeTask(a.body)
+			if err != nil {
+				return tracker.Item{}, garbled("patched task", err)
+			}
+			cur = &w
 		}
-		patched = true
-		w, err := decodeTask(a.body)
-		if err != nil {
-			return tracker.Item{}, garbled("patched task", err)
-		}
-		cur = &w
 	}
 	if p.Labels != nil {
 		w, err := read()
