@@ -110,7 +110,9 @@ func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector
 		if err != nil {
 			return nil, fmt.Errorf("vikunja project %q: %w", b.Project, err)
 		}
-		var opts []vikunja.Option
+		// One write at a time to the server unless the binding allows more
+		// (config checks every binding of a server says the same).
+		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites)}
 		if transport != nil {
 			opts = append(opts, vikunja.WithTransport(transport))
 		}
