@@ -818,10 +818,16 @@ func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker
 	return n, nil
 }
 
-// EventTaskDeleted is the event Vikunja delivers when a task is deleted,
-// with the task as it was: the only prompt sign of a deletion, since a
-// deleted task simply vanishes from lists.
-const EventTaskDeleted = "task.deleted"
+// Events of Vikunja's webhooks the adapter reads.
+const (
+	// EventTaskUpdated is delivered when a task changes, with the task as
+	// it is then.
+	EventTaskUpdated = "task.updated"
+	// EventTaskDeleted is delivered when a task is deleted, with the task
+	// as it was: the only prompt sign of a deletion, since a deleted task
+	// simply vanishes from lists.
+	EventTaskDeleted = "task.deleted"
+)
 
 // Link implements tracker.Tracker: the task's page in Vikunja's web UI.
 func (t *Tracker) Link(ref tracker.ItemRef) string { return t.base + "/tasks/" + ref.ID }
