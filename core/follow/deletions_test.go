@@ -23,6 +23,7 @@ func TestReportedDeletions(t *testing.T) {
 		{"AnotherProjectsItemIsNotRemoved", deletionOfAnotherProjectsItem},
 		{"AReplayedDeliveryPublishesNothingNewAndAsksNothing", replayedDeletion},
 		{"AFailedReadIsCheckedAgainAtTheNextPoll", deletionCheckRetried},
+		{"AnItemRelayrFiledThatNoPollReadYetIsRemovedToo", deletionBeforeAnyRead},
 	} {
 		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
 	}
@@ -189,5 +190,39 @@ func deletionCheckRetried(t *testing.T) {
 	evs := e.wantEvents(1)
 	if d := e.data(evs[0]); d.Deleted == nil || !*d.Deleted {
 		t.Fatalf("%s, want deleted: true", evs[0].Data)
+	}
+}
+
+func deletionBeforeAnyRead(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	e.start()
+	// Filed and deleted between two polls: no poll read it, but its claim
+	// recorded it.
+	a := e.ensure("a", tracker.Draft{Title: "A"})
+	e.deleteItem(a.Ref.ID)
+	h, body := faketracker.DeletionDelivery(secret, "proj", a.Ref.ID)
+	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+		t.Fatal(err)
+	}
+	e.after(follow.DefaultDebounce)
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); evs[0].Type != follow.TypeItemRemoved || d.Deleted == nil || !*d.Deleted || d.Item.Key != "a" || d.Item.Name != a.Ref.Name {
+		t.Fatalf("%s %s, want a's removal with deleted: true, its key and name", evs[0].Type, evs[0].Data)
+	}
+	if evs[0].Correlation != "run-a" {
+		t.Fatalf("correlation %q, want the run's", evs[0].Correlation)
+	}
+	if !e.row("a").Deleted {
+		t.Fatal("the deleted item's key is not marked")
+	}
+	// A replay finds the key marked and asks nothing.
+	items := e.fake.Calls(faketracker.MethodItem)
+	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+		t.Fatal(err)
+	}
+	e.after(time.Minute)
+	e.wantEvents(1)
+	if n := e.fake.Calls(faketracker.MethodItem) - items; n != 0 {
+		t.Fatalf("a replay cost %d reads", n)
 	}
 }
