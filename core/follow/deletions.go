@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -66,6 +67,22 @@ func (p *pendingDeletions) take() []string {
 	ids := p.ids
 	p.ids = nil
 	return ids
+}
+
+// checkThenRead is a poll: the reported deletions first, one request each,
+// then the read of what changed. A check the budget couldn't pay for
+// doesn't hold the read back (it waits for the next poll itself); a stop,
+// a rate limit or a tracker that doesn't answer ends the poll as a failed
+// read would.
+func (f *follower) checkThenRead(ctx context.Context, announced bool) error {
+	err := f.checkDeleted(ctx)
+	if err != nil && !errors.Is(err, errOutOfBudget) {
+		return err
+	}
+	if rerr := f.read(ctx, announced); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // checkDeleted reads each item a delivery reported deleted, one request

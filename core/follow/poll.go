@@ -84,10 +84,7 @@ func hashID(id string) uint64 {
 // poll reads what changed and publishes it. It answers how long to wait
 // when the tracker asked for a wait, and a stop's error.
 func (f *follower) poll(ctx context.Context, announced bool) (time.Duration, error) {
-	err := f.checkDeleted(ctx)
-	if err == nil {
-		err = f.read(ctx, announced)
-	}
+	err := f.checkThenRead(ctx, announced)
 	var rl *tracker.RateLimitedError
 	var stop *stopError
 	switch {
