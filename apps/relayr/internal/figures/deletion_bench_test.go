@@ -2,6 +2,7 @@ package figures
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -88,8 +89,11 @@ func (s *service) awaitRemoval(b *testing.B, after *int64, itemID string) error 
 		return err
 	}
 	evs, err := s.events(b.Context(), *after-1, 0)
-	if err != nil || len(evs) == 0 {
-		return fmt.Errorf("reading the removal back: %v", err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the removal back: %w", err)
+	case len(evs) == 0:
+		return errors.New("the removal is no longer in the feed")
 	}
 	var d follow.Data
 	if err := json.Unmarshal(evs[0].Data, &d); err != nil {
