@@ -113,7 +113,7 @@ func newWorld(tb testing.TB, opts ...func(*httpapi.Config)) *world {
 // countingWaker counts wake-ups (a fuzz run makes many).
 type countingWaker struct{ n atomic.Int64 }
 
-func (w *countingWaker) Wake(binding.Binding, string) { w.n.Add(1) }
+func (w *countingWaker) Wake(binding.Binding, tracker.Nudged) { w.n.Add(1) }
 
 // promLikeCounters counts as Prometheus's client does where hostile input
 // matters: a label value that isn't UTF-8 panics (WithLabelValues), and

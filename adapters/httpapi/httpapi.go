@@ -56,16 +56,18 @@ type Writes interface {
 }
 
 // Waker wakes the follower of a binding after a verified nudge naming its
-// project; the follower debounces (ADR-0036: 2 s).
+// project, passing what the delivery said (the items it reports deleted
+// included); the follower debounces (ADR-0036: 2 s) and believes nothing it
+// has not read from the tracker.
 type Waker interface {
-	Wake(b binding.Binding, project string)
+	Wake(b binding.Binding, n tracker.Nudged)
 }
 
 // WakerFunc is a Waker.
-type WakerFunc func(b binding.Binding, project string)
+type WakerFunc func(b binding.Binding, n tracker.Nudged)
 
 // Wake implements Waker.
-func (f WakerFunc) Wake(b binding.Binding, project string) { f(b, project) }
+func (f WakerFunc) Wake(b binding.Binding, n tracker.Nudged) { f(b, n) }
 
 // Pinger answers whether the ledger is reachable and migrated.
 type Pinger interface {

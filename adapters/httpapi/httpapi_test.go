@@ -41,14 +41,16 @@ const (
 )
 
 type waker struct {
-	mu    sync.Mutex
-	woken []string
+	mu      sync.Mutex
+	woken   []string
+	deleted []string
 }
 
-func (w *waker) Wake(b binding.Binding, _ string) {
+func (w *waker) Wake(b binding.Binding, n tracker.Nudged) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.woken = append(w.woken, b.Name())
+	w.deleted = append(w.deleted, n.Deleted...)
 }
 
 func (w *waker) list() []string {
@@ -544,6 +546,37 @@ func TestWebhook(t *testing.T) {
 		}
 		if got := e.waker.list(); len(got) != 2 {
 			t.Fatalf("woken %v, want both acme workspaces bound to the project", got)
+		}
+	})
+	t.Run("ADeletionDeliveryPassesTheDeletedItemToTheFollowers", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := faketracker.DeletionDelivery(secret, e.fake.Project(), "item-9")
+		if r := post(e, hook, h, b); r.status != 204 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		e.waker.mu.Lock()
+		defer e.waker.mu.Unlock()
+		if len(e.waker.woken) != 2 || len(e.waker.deleted) != 2 || e.waker.deleted[0] != "item-9" {
+			t.Fatalf("woken %v with deleted %v, want both workspaces told item-9", e.waker.woken, e.waker.deleted)
+		}
+	})
+	t.Run("AForgedDeletionWakesNobody", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := faketracker.DeletionDelivery("forged", e.fake.Project(), "item-9")
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if len(e.waker.list()) != 0 {
+			t.Fatal("a forged deletion woke a follower")
+		}
+	})
+	t.Run("ADeletionOfAnotherProjectWakesNobody", func(t *testing.T) {
+		e := newEnv(t)
+		asked(e)
+		h, b := faketracker.DeletionDelivery(secret, "another-project", "item-9")
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if len(e.waker.list()) != 0 {
+			t.Fatal("a deletion in another project woke a follower")
 		}
 	})
 	t.Run("ABadSignatureIs401AndCounted", func(t *testing.T) {

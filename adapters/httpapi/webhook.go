@@ -13,6 +13,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // Bounds of the webhook route: what a flood of deliveries may hold at once,
@@ -51,9 +52,10 @@ const (
 // credentials the tenant's followers last asked for, only then the switch;
 // an unknown tenant, a switched-off workspace and a bad signature are the
 // same 401, counted together; a verified nudge wakes the followers of the
-// project it names and answers 204. A delivery taken before (the same body
-// within ReplayWindow) answers 204 and wakes nothing, so a captured
-// delivery replayed cannot spend a tenant's budget.
+// project it names, with the items it reports deleted for them to check,
+// and answers 204. A delivery taken before (the same body within
+// ReplayWindow) answers 204 and wakes nothing, so a captured delivery
+// replayed cannot spend a tenant's budget.
 func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 	tenant, kind := r.PathValue("tenant"), r.PathValue("tracker")
 	// The tenant and the tracker first: nothing of a body no binding could
@@ -162,15 +164,16 @@ const (
 func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.Binding, body []byte) nudgeOutcome {
 	// The signature first: with the credentials the followers last asked
 	// for, never asked for on a request.
-	project, verified := "", false
+	var nudged tracker.Nudged
+	verified := false
 	for _, b := range candidates {
 		tr, creds, ok := a.c.Connections.Cached(b)
 		if !ok || creds.WebhookSecret == "" {
 			continue
 		}
-		p, err := tr.Nudge(creds.WebhookSecret, r.Header, body)
+		n, err := tr.Nudge(creds.WebhookSecret, r.Header, body)
 		if err == nil {
-			project, verified = p, true
+			nudged, verified = n, true
 			break
 		}
 	}
@@ -189,14 +192,14 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 	woken := 0
 	for _, b := range candidates {
 		tr, _, ok := a.c.Connections.Cached(b)
-		if !ok || tr.Project() != project {
+		if !ok || tr.Project() != nudged.Project {
 			continue
 		}
 		if !a.c.Integrations.Enabled(r.Context(), b.Tenant, b.Workspace, b.Integration()) {
 			continue
 		}
 		if a.c.Waker != nil {
-			a.c.Waker.Wake(b, project)
+			a.c.Waker.Wake(b, nudged)
 		}
 		woken++
 	}

@@ -36,9 +36,15 @@ func Verify(secret, signature string, body []byte) bool {
 // raw body, then names the project the delivery is about: data.project for
 // issue and issue_comment events, data.id for project events (§9). A bad or
 // missing signature is ErrUnauthorized; a verified body that names no
-// project is ErrRefused.
-func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string, error) {
-	return nudge(secret, header, body)
+// project is ErrRefused. Plane sends no webhook when a work item is deleted
+// (ADR-0036), so a delivery names no deleted item: Plane's deletions are
+// found by the sweep.
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
+	project, err := nudge(secret, header, body)
+	if err != nil {
+		return tracker.Nudged{}, err
+	}
+	return tracker.Nudged{Project: project}, nil
 }
 
 func nudge(secret string, header http.Header, body []byte) (string, error) {

@@ -564,8 +564,8 @@ func TestNudge(t *testing.T) {
 		t.Fatalf("%d deliveries", len(ds))
 	}
 	for _, d := range ds {
-		if p, err := e.tr.Nudge("plane_wh_s", d.Header, d.Body); err != nil || p != e.emu.Project {
-			t.Fatalf("nudge %q %v", p, err)
+		if n, err := e.tr.Nudge("plane_wh_s", d.Header, d.Body); err != nil || n.Project != e.emu.Project || n.Deleted != nil {
+			t.Fatalf("nudge %+v %v", n, err)
 		}
 		if _, err := e.tr.Nudge("", d.Header, d.Body); !errors.Is(err, tracker.ErrUnauthorized) {
 			t.Fatalf("an empty secret verified: %v", err)
@@ -573,8 +573,8 @@ func TestNudge(t *testing.T) {
 	}
 	project := []byte(`{"event": "project", "action": "deleted", "data": {"id": "p1"}}`)
 	h := http.Header{plane.SignatureHeader: {planeemu.Sign("s", project)}}
-	if p, err := e.tr.Nudge("s", h, project); err != nil || p != "p1" {
-		t.Fatalf("project event %q %v", p, err)
+	if n, err := e.tr.Nudge("s", h, project); err != nil || n.Project != "p1" {
+		t.Fatalf("project event %+v %v", n, err)
 	}
 	junk := []byte(`not json`)
 	h = http.Header{plane.SignatureHeader: {planeemu.Sign("s", junk)}}

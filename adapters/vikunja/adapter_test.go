@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -454,18 +455,27 @@ func TestNudge(t *testing.T) {
 	cases := []struct {
 		name, body string
 		want       string
+		deleted    []string
 		is         error
 	}{
-		{"ProjectNamed", `{"event_name":"task.updated","data":{"project":{"id":2},"task":{"project_id":2}}}`, "2", nil},
-		{"OnlyTheTaskNamesIt", `{"data":{"task":{"project_id":7}}}`, "7", nil},
-		{"NoProject", `{"data":{}}`, "", tracker.ErrRefused},
-		{"NotJSON", `<html>`, "", tracker.ErrRefused},
+		{"ProjectNamed", `{"event_name":"task.updated","data":{"project":{"id":2},"task":{"id":5,"project_id":2}}}`, "2", nil, nil},
+		{"OnlyTheTaskNamesIt", `{"data":{"task":{"project_id":7}}}`, "7", nil, nil},
+		{"ADeletionNamesItsTask", `{"event_name":"task.deleted","data":{"project":{"id":2},"task":{"id":5,"project_id":2}}}`, "2", []string{"5"}, nil},
+		{"ADeletionOfAnotherProjectsTaskNamesNone", `{"event_name":"task.deleted","data":{"project":{"id":2},"task":{"id":5,"project_id":3}}}`, "2", nil, nil},
+		{"ADeletionWithoutATaskIdNamesNone", `{"event_name":"task.deleted","data":{"project":{"id":2},"task":{"project_id":2}}}`, "2", nil, nil},
+		{"AnUpdateNamesNoDeletion", `{"event_name":"task.updated","data":{"project":{"id":2},"task":{"id":5}}}`, "2", nil, nil},
+		{"NoProject", `{"data":{}}`, "", nil, tracker.ErrRefused},
+		{"NotJSON", `<html>`, "", nil, tracker.ErrRefused},
 	}
 	for _, c := range cases {
 		got, err := tr.Nudge("k", sign(c.body), []byte(c.body))
-		if got != c.want || (c.is == nil && err != nil) || (c.is != nil && !errors.Is(err, c.is)) {
-			t.Errorf("%s: %q %v", c.name, got, err)
+		if got.Project != c.want || !slices.Equal(got.Deleted, c.deleted) || (c.is == nil && err != nil) || (c.is != nil && !errors.Is(err, c.is)) {
+			t.Errorf("%s: %+v %v", c.name, got, err)
 		}
+	}
+	deletion := `{"event_name":"task.deleted","data":{"project":{"id":2},"task":{"id":5,"project_id":2}}}`
+	if got, err := tr.Nudge("k", sign(deletion), []byte(deletion+" ")); !errors.Is(err, tracker.ErrUnauthorized) || got.Deleted != nil {
+		t.Errorf("a tampered deletion: %+v %v", got, err)
 	}
 	if _, err := tr.Nudge("", sign("{}"), []byte("{}")); !errors.Is(err, tracker.ErrUnauthorized) {
 		t.Errorf("no secret: %v", err)

@@ -3,11 +3,14 @@ package vikunja_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,6 +97,20 @@ func TestContract(t *testing.T) {
 					}
 					return h, b
 				},
+				Deletion: func(itemID, secret string) (http.Header, []byte) {
+					n, err := taskID(itemID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := em.e.Person().Delete(n); err != nil {
+						t.Fatal(err)
+					}
+					h, b, ok := em.e.DeletionDelivery(n, secret)
+					if !ok {
+						t.Fatalf("no task %s to deliver about", itemID)
+					}
+					return h, b
+				},
 			}
 		})
 	})
@@ -106,25 +123,159 @@ func TestContract(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RELAYR_VIKUNJA_PROJECT=%q: %v", project, err)
 		}
+		person := livePerson{base: base, token: token}
+		hooks := newLiveHooks(t, person, pid)
 		trackertest.Run(t, func(t *testing.T) trackertest.Harness {
 			tr, err := vikunja.New(vikunja.Params{BaseURL: base, Token: token, Project: pid, Source: source})
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Webhook stays nil: a live server's deliveries are not ours to
-			// sign, so the suite skips its nudge case.
-			return trackertest.Harness{Tracker: tr, Person: livePerson{base: base, token: token}, Wait: time.Sleep}
+			// Deliveries are the server's own, received on a loopback
+			// listener a project webhook points at.
+			return trackertest.Harness{Tracker: tr, Person: person, Wait: time.Sleep,
+				Webhook: func(id, secret string) (http.Header, []byte) {
+					hooks.register(t, secret)
+					if err := person.Retitle(t.Context(), id, "Changed for a delivery"); err != nil {
+						t.Fatal(err)
+					}
+					return hooks.await(t, vikunja.EventTaskUpdated, id)
+				},
+				Deletion: func(id, secret string) (http.Header, []byte) {
+					hooks.register(t, secret)
+					if err := person.Delete(t.Context(), id); err != nil {
+						t.Fatal(err)
+					}
+					return hooks.await(t, vikunja.EventTaskDeleted, id)
+				},
+			}
 		})
 	})
+}
+
+// liveHooks receives a live server's webhook deliveries on a loopback
+// listener, through project webhooks it registers (one per secret) and
+// deletes when the test ends.
+type liveHooks struct {
+	srv     *httptest.Server
+	person  livePerson
+	project int64
+	// owner is the test the hooks live as long as: each subtest's
+	// registration is deleted when the whole run ends, not the subtest.
+	owner *testing.T
+
+	mu         sync.Mutex
+	registered map[string]bool
+	got        []liveDelivery
+	arrived    chan struct{}
+}
+
+type liveDelivery struct {
+	header http.Header
+	body   []byte
+	event  string
+	task   string
+}
+
+// liveDeliveryWait is how long a delivery may take to arrive: Vikunja
+// queues it in memory and retries a failure within about 4 s.
+const liveDeliveryWait = 30 * time.Second
+
+func newLiveHooks(t *testing.T, p livePerson, project int64) *liveHooks {
+	h := &liveHooks{person: p, project: project, owner: t, registered: map[string]bool{}, arrived: make(chan struct{}, 1)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var d struct {
+			Event string `json:"event_name"`
+			Data  struct {
+				Task struct {
+					ID int64 `json:"id"`
+				} `json:"task"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &d)
+		h.mu.Lock()
+		h.got = append(h.got, liveDelivery{header: r.Header.Clone(), body: body, event: d.Event, task: strconv.FormatInt(d.Data.Task.ID, 10)})
+		h.mu.Unlock()
+		select {
+		case h.arrived <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// register adds a webhook on the project for task.updated and task.deleted,
+// signed with secret, once per secret; it is deleted when the run ends.
+func (h *liveHooks) register(t *testing.T, secret string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.registered[secret] {
+		return
+	}
+	body := fmt.Sprintf(`{"target_url":%q,"events":[%q,%q],"secret":%q}`, h.srv.URL+"/hook", vikunja.EventTaskUpdated, vikunja.EventTaskDeleted, secret)
+	out, err := h.person.call(t.Context(), http.MethodPut, fmt.Sprintf("/api/v1/projects/%d/webhooks", h.project), "application/json", body)
+	if err != nil {
+		t.Fatalf("registering a webhook on project %d: %v", h.project, err)
+	}
+	var hook struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(out, &hook); err != nil || hook.ID <= 0 {
+		t.Fatalf("registering a webhook answered %s (%v)", out, err)
+	}
+	h.registered[secret] = true
+	path := fmt.Sprintf("/api/v1/projects/%d/webhooks/%d", h.project, hook.ID)
+	h.owner.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := h.person.call(ctx, http.MethodDelete, path, "", ""); err != nil {
+			h.owner.Errorf("deleting the test's webhook: %v", err)
+		}
+	})
+}
+
+// await answers the first delivery of event about task, failing the test
+// with what the server needs when none arrives.
+func (h *liveHooks) await(t *testing.T, event, task string) (http.Header, []byte) {
+	deadline := time.After(liveDeliveryWait)
+	for {
+		h.mu.Lock()
+		for _, d := range h.got {
+			if d.event == event && d.task == task {
+				h.mu.Unlock()
+				return d.header, d.body
+			}
+		}
+		n := len(h.got)
+		h.mu.Unlock()
+		select {
+		case <-h.arrived:
+		case <-deadline:
+			t.Fatalf("no %s delivery about task %s reached %s within %s (%d others did). A Vikunja delivers "+
+				"to a loopback address only with `outgoingrequests.allownonroutableips: true` in its config, and "+
+				"only with webhooks enabled (`webhooks.enabled`, on by default).", event, task, h.srv.URL, liveDeliveryWait, n)
+		}
+	}
 }
 
 // livePerson acts through a live server's API, as the web UI would.
 type livePerson struct{ base, token string }
 
 func (p livePerson) send(ctx context.Context, method, path, ct, body string) error {
+	_, err := p.call(ctx, method, path, ct, body)
+	return err
+}
+
+func (p livePerson) call(ctx context.Context, method, path, ct, body string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, p.base+path, bytes.NewBufferString(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+p.token)
 	if body != "" {
@@ -132,14 +283,14 @@ func (p livePerson) send(ctx context.Context, method, path, ct, body string) err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		return b, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
-	return nil
+	return b, nil
 }
 
 func (p livePerson) Retitle(ctx context.Context, id, title string) error {

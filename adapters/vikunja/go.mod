@@ -7,6 +7,8 @@ require (
 	github.com/relayr-go/relayr/fixtures v0.0.0
 )
 
+require github.com/evanphx/json-patch/v5 v5.9.11 // indirect
+
 replace (
 	github.com/relayr-go/relayr/core => ../../core
 	github.com/relayr-go/relayr/fixtures => ../../fixtures

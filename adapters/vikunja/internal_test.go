@@ -2,9 +2,14 @@ package vikunja
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,6 +210,53 @@ func FuzzParseMarker(f *testing.F) {
 		}
 		if got := stripMarker(marked, src, key); strings.TrimSpace(body) != "" && got != body {
 			t.Fatalf("stripMarker(%q) = %q, want %q", marked, got, body)
+		}
+	})
+}
+
+// FuzzNudge: a delivery verifies under its own signature only, whatever its
+// body; a verified one names a project, and the deleted tasks it names are
+// task ids of that project, from task.deleted alone; nothing panics and
+// every refusal is typed.
+func FuzzNudge(f *testing.F) {
+	f.Add("s3cret", []byte(`{"event_name":"task.deleted","data":{"project":{"id":2},"task":{"id":5,"project_id":2}}}`))
+	f.Add("k", []byte(`{"event_name":"task.deleted","data":{"task":{"id":-1,"project_id":2}}}`))
+	f.Add("k", []byte(`{"event_name":"task.updated","data":{"project":{"id":"2"}}}`))
+	f.Add("", []byte(`{}`))
+	tr, _ := New(Params{BaseURL: "http://v", Token: "t", Project: 2, Source: src})
+	f.Fuzz(func(t *testing.T, secret string, body []byte) {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		h := http.Header{}
+		h.Set(SignatureHeader, hex.EncodeToString(m.Sum(nil)))
+		n, err := tr.Nudge(secret, h, body)
+		switch {
+		case secret == "":
+			if !errors.Is(err, tracker.ErrUnauthorized) {
+				t.Fatalf("no secret verified: %+v %v", n, err)
+			}
+			return
+		case err != nil:
+			if !errors.Is(err, tracker.ErrRefused) {
+				t.Fatalf("a body under its own signature: %v", err)
+			}
+			return
+		}
+		project, perr := strconv.ParseInt(n.Project, 10, 64)
+		if perr != nil || project <= 0 {
+			t.Fatalf("a verified delivery named project %q", n.Project)
+		}
+		var ev struct {
+			Event string `json:"event_name"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		for _, id := range n.Deleted {
+			if v, err := strconv.ParseInt(id, 10, 64); err != nil || v <= 0 || ev.Event != EventTaskDeleted {
+				t.Fatalf("named %q deleted from %s", id, body)
+			}
+		}
+		if got, err := tr.Nudge(secret+"x", h, body); !errors.Is(err, tracker.ErrUnauthorized) || got.Project != "" || got.Deleted != nil {
+			t.Fatalf("another secret verified: %+v %v", got, err)
 		}
 	})
 }

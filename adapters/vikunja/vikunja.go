@@ -86,6 +86,8 @@ type config struct {
 	timeout   time.Duration
 	now       func() time.Time
 	maxBody   int64
+	writes    int
+	gates     *WriteGates
 }
 
 // WithTransport sends requests through rt (a fresh *http.Transport by
@@ -102,6 +104,16 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // is ErrUnavailable.
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 
+// WithConcurrentWrites lets the process send the server up to n write
+// requests at once (DefaultConcurrentWrites, one, when n < 1): more only
+// for a Vikunja on PostgreSQL or MySQL, which don't lock as SQLite does.
+// Every Tracker of one server must say the same; New refuses another n.
+func WithConcurrentWrites(n int) Option { return func(c *config) { c.writes = n } }
+
+// WithWriteGates keeps the Trackers' write gates in g instead of the
+// process's (tests that run servers apart, each on its own virtual time).
+func WithWriteGates(g *WriteGates) Option { return func(c *config) { c.gates = g } }
+
 // Tracker is the Vikunja adapter: one workspace's view of one project.
 type Tracker struct {
 	base    string
@@ -110,6 +122,9 @@ type Tracker struct {
 	source  tracker.Source
 	cfg     config
 	client  *http.Client
+	// writes is the server's gate: every write request takes a slot, so
+	// the process never sends it more writes at once than it takes.
+	writes *writeGate
 	// headerTimer is set when the transport isn't an *http.Transport, whose
 	// own ResponseHeaderTimeout can't be set: the adapter times the wait
 	// for headers itself.
@@ -148,7 +163,17 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	if cfg.transport == nil {
 		cfg.transport = http.DefaultTransport
 	}
-	t := &Tracker{
+	if cfg.writes < 1 {
+		cfg.writes = DefaultConcurrentWrites
+	}
+	if cfg.gates == nil {
+		cfg.gates = processGates
+	}
+	gate, err := cfg.gates.gate(p.BaseURL, cfg.writes)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracker{writes: gate,
 		base: strings.TrimRight(p.BaseURL, "/"), token: p.Token, project: p.Project, source: p.Source, cfg: cfg,
 		labels: map[string]int64{}, keys: map[int64]string{},
 	}
@@ -209,10 +234,18 @@ type answer struct {
 }
 
 // do makes one request and reads its answer; a non-2xx answer is a typed
-// error (classify).
+// error (classify). A write waits for a slot of the server's gate and holds
+// it until its answer is read: relayr never makes Vikunja on SQLite lock
+// itself. Reads go at once.
 func (t *Tracker) do(ctx context.Context, method, path string, query url.Values, body any, contentType string) (answer, error) {
 	if err := ctxErr(ctx); err != nil {
 		return answer{}, err
+	}
+	if method != http.MethodGet {
+		if err := t.writes.enter(ctx); err != nil {
+			return answer{}, err
+		}
+		defer t.writes.leave()
 	}
 	var rd io.Reader
 	if body != nil {
@@ -579,15 +612,27 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 	patched := false
 	if len(patch) > 0 {
 		a, err := t.do(ctx, http.MethodPatch, "/api/v2/tasks/"+strconv.FormatInt(n, 10), nil, patch, "application/merge-patch+json")
-		if err != nil {
+		switch {
+		case a.status == http.StatusNotModified:
+			// Huma's autopatch answers 304, with no body and nothing
+			// written, when the merged task equals the one it read (setting
+			// backlog on an open task: both are done: false). The edit
+			// changed nothing, so it is done; the task is read back as it is.
+			w, err := t.getTask(ctx, n)
+			if err != nil {
+				return tracker.Item{}, err
+			}
+			cur = &w
+		case err != nil:
 			return tracker.Item{}, err
+		default:
+			patched = true
+			w, err := decodeTask(a.body)
+			if err != nil {
+				return tracker.Item{}, garbled("patched task", err)
+			}
+			cur = &w
 		}
-		patched = true
-		w, err := decodeTask(a.body)
-		if err != nil {
-			return tracker.Item{}, garbled("patched task", err)
-		}
-		cur = &w
 	}
 	if p.Labels != nil {
 		w, err := read()
@@ -726,41 +771,63 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 
 // Nudge implements tracker.Tracker: X-Vikunja-Signature must be the hex
 // HMAC-SHA256 of the raw body under secret; the project is the payload's
-// data.project.id, else its task's project_id.
-func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string, error) {
+// data.project.id, else its task's project_id. A task.deleted delivery
+// names its task deleted when the task is of the project it names (a
+// deleted task reads as 404 on Vikunja, which keeps no archived tasks).
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
 	if secret == "" {
-		return "", fmt.Errorf("%w: no webhook secret to verify the delivery with", tracker.ErrUnauthorized)
+		return tracker.Nudged{}, fmt.Errorf("%w: no webhook secret to verify the delivery with", tracker.ErrUnauthorized)
 	}
 	got, err := hex.DecodeString(strings.TrimSpace(header.Get(SignatureHeader)))
 	if err != nil || len(got) == 0 {
-		return "", fmt.Errorf("%w: the delivery carries no readable %s", tracker.ErrUnauthorized, SignatureHeader)
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery carries no readable %s", tracker.ErrUnauthorized, SignatureHeader)
 	}
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	if !hmac.Equal(m.Sum(nil), got) {
-		return "", fmt.Errorf("%w: the delivery's signature doesn't verify", tracker.ErrUnauthorized)
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery's signature doesn't verify", tracker.ErrUnauthorized)
 	}
 	var p struct {
-		Data struct {
+		Event string `json:"event_name"`
+		Data  struct {
 			Project *struct {
 				ID int64 `json:"id"`
 			} `json:"project"`
 			Task *struct {
+				ID        int64 `json:"id"`
 				ProjectID int64 `json:"project_id"`
 			} `json:"task"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
-		return "", fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
+		return tracker.Nudged{}, fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
 	}
+	var project int64
 	switch {
 	case p.Data.Project != nil && p.Data.Project.ID > 0:
-		return strconv.FormatInt(p.Data.Project.ID, 10), nil
+		project = p.Data.Project.ID
 	case p.Data.Task != nil && p.Data.Task.ProjectID > 0:
-		return strconv.FormatInt(p.Data.Task.ProjectID, 10), nil
+		project = p.Data.Task.ProjectID
+	default:
+		return tracker.Nudged{}, fmt.Errorf("%w: the delivery names no project", tracker.ErrRefused)
 	}
-	return "", fmt.Errorf("%w: the delivery names no project", tracker.ErrRefused)
+	n := tracker.Nudged{Project: strconv.FormatInt(project, 10)}
+	if task := p.Data.Task; p.Event == EventTaskDeleted && task != nil && task.ID > 0 && (task.ProjectID == 0 || task.ProjectID == project) {
+		n.Deleted = []string{strconv.FormatInt(task.ID, 10)}
+	}
+	return n, nil
 }
+
+// Events of Vikunja's webhooks the adapter reads.
+const (
+	// EventTaskUpdated is delivered when a task changes, with the task as
+	// it is then.
+	EventTaskUpdated = "task.updated"
+	// EventTaskDeleted is delivered when a task is deleted, with the task
+	// as it was: the only prompt sign of a deletion, since a deleted task
+	// simply vanishes from lists.
+	EventTaskDeleted = "task.deleted"
+)
 
 // Link implements tracker.Tracker: the task's page in Vikunja's web UI.
 func (t *Tracker) Link(ref tracker.ItemRef) string { return t.base + "/tasks/" + ref.ID }

@@ -1,6 +1,7 @@
 package faketracker_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -19,12 +20,22 @@ func TestContract(t *testing.T) {
 			trackertest.Run(t, func(t *testing.T) trackertest.Harness {
 				clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 				f := faketracker.New(c.flavour, faketracker.WithClock(clk))
-				return trackertest.Harness{
+				h := trackertest.Harness{
 					Tracker: f,
 					Person:  f.Person(),
 					Wait:    clk.Advance,
 					Webhook: func(_, secret string) (http.Header, []byte) { return f.Delivery(secret) },
 				}
+				if c.flavour == faketracker.LikeVikunja {
+					// Like Vikunja's task.deleted; Plane sends no deletion.
+					h.Deletion = func(id, secret string) (http.Header, []byte) {
+						if err := f.Delete(context.Background(), id); err != nil {
+							t.Fatal(err)
+						}
+						return faketracker.DeletionDelivery(secret, f.Project(), id)
+					}
+				}
+				return h
 			})
 		})
 	}

@@ -463,19 +463,25 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 	return out, nil
 }
 
-// Nudge implements tracker.Tracker: the body is {"project": "<name>"}, signed
-// in SignatureHeader.
-func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (string, error) {
+// Nudge implements tracker.Tracker: the body is {"project": "<name>"}, or
+// {"project": "<name>", "deleted": "<id>"} for a deletion, signed in
+// SignatureHeader.
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
 	if !hmac.Equal([]byte(header.Get(SignatureHeader)), []byte(Sign(secret, body))) {
-		return "", fmt.Errorf("%w: bad signature", tracker.ErrUnauthorized)
+		return tracker.Nudged{}, fmt.Errorf("%w: bad signature", tracker.ErrUnauthorized)
 	}
 	var b struct {
 		Project string `json:"project"`
+		Deleted string `json:"deleted"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil || b.Project == "" {
-		return "", fmt.Errorf("%w: a delivery that names no project", tracker.ErrRefused)
+		return tracker.Nudged{}, fmt.Errorf("%w: a delivery that names no project", tracker.ErrRefused)
 	}
-	return b.Project, nil
+	n := tracker.Nudged{Project: b.Project}
+	if b.Deleted != "" {
+		n.Deleted = []string{b.Deleted}
+	}
+	return n, nil
 }
 
 // Sign signs a webhook body as the fake's deliveries are signed.
@@ -487,7 +493,19 @@ func Sign(secret string, body []byte) string {
 
 // Delivery is a webhook delivery about the fake's project, signed with secret.
 func (t *Tracker) Delivery(secret string) (http.Header, []byte) {
-	body, _ := json.Marshal(map[string]string{"project": t.project})
+	return signed(secret, map[string]string{"project": t.project})
+}
+
+// DeletionDelivery is the delivery reporting the item id deleted from
+// project, signed with secret. It deletes nothing: a test sends it about an
+// item that still exists, or of another project, to see that nothing is
+// believed without a read.
+func DeletionDelivery(secret, project, id string) (http.Header, []byte) {
+	return signed(secret, map[string]string{"project": project, "deleted": id})
+}
+
+func signed(secret string, v map[string]string) (http.Header, []byte) {
+	body, _ := json.Marshal(v)
 	h := http.Header{}
 	h.Set(SignatureHeader, Sign(secret, body))
 	return h, body

@@ -214,6 +214,6 @@ func (g *generated) Comments(context.Context, string, time.Time) ([]tracker.Comm
 	return nil, errors.New("a seeding asks for no comments")
 }
 
-func (g *generated) Nudge(string, http.Header, []byte) (string, error) {
-	return "", tracker.ErrUnauthorized
+func (g *generated) Nudge(string, http.Header, []byte) (tracker.Nudged, error) {
+	return tracker.Nudged{}, tracker.ErrUnauthorized
 }

@@ -30,6 +30,9 @@ type follower struct {
 	// sweep is the full read under way, kept across polls while the lease
 	// holds (a sweep goes on at the next poll where the budget stops it).
 	sweep *sweep
+	// deleted holds the items verified deliveries reported deleted, to be
+	// checked at the next poll (deletions.go).
+	deleted pendingDeletions
 }
 
 // state is what a follower tells the status route and the watchdog.

@@ -296,18 +296,7 @@ func (fs *Followers) followersOf(tenant, kind string) []*follower {
 // switched-off workspace's follower is not woken: each nudge asks the
 // switch first. It answers how many followers it woke.
 func (fs *Followers) Nudge(ctx context.Context, tenant, kind, project string) int {
-	n := 0
-	for _, f := range fs.followersOf(tenant, kind) {
-		if f.projectName() != project || !f.enabled(ctx) {
-			continue
-		}
-		select {
-		case f.nudges <- struct{}{}:
-		default: // a nudge is already pending; they are debounced anyway
-		}
-		n++
-	}
-	return n
+	return fs.Wake(ctx, tenant, kind, tracker.Nudged{Project: project})
 }
 
 // Credentials answers the credentials a tenant's followers of a tracker
@@ -335,19 +324,20 @@ func (fs *Followers) Credentials(tenant, kind string) (tracker.Credentials, bool
 // (ADR-0036: "are the same 401, counted together"). The HTTP route answers
 // nil with 204 and a refusal with 401.
 func (fs *Followers) Deliver(ctx context.Context, tenant, kind string, header http.Header, body []byte) error {
-	project, ok := "", false
+	var nudged tracker.Nudged
+	ok := false
 	for _, f := range fs.followersOf(tenant, kind) {
 		tr := f.trackerNow()
 		creds, has := fs.conns.LastCredentials(f.b)
 		if tr == nil || !has {
 			continue
 		}
-		if p, err := tr.Nudge(creds.WebhookSecret, header, body); err == nil {
-			project, ok = p, true
+		if n, err := tr.Nudge(creds.WebhookSecret, header, body); err == nil {
+			nudged, ok = n, true
 			break
 		}
 	}
-	if ok && fs.Nudge(ctx, tenant, kind, project) > 0 {
+	if ok && fs.Wake(ctx, tenant, kind, nudged) > 0 {
 		return nil
 	}
 	fs.m.Add(metrics.NudgesRefused, 1, metrics.Labels{"tenant": tenant, "tracker": kind})

@@ -126,7 +126,7 @@ func (f *follower) poll(ctx context.Context, use access, announced bool) (time.D
 	fs := f.fs
 	pr := &pollRun{use: use, announced: announced}
 	start := fs.clock.Now()
-	err := f.read(ctx, pr)
+	err := f.checkThenRead(ctx, pr)
 	took := fs.clock.Now().Sub(start)
 	var rl *tracker.RateLimitedError
 	var stop *stopError

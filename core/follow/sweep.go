@@ -27,7 +27,7 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 			return err
 		}
 		for _, id := range missing {
-			if err := r.remove(ctx, id); err != nil {
+			if err := r.remove(ctx, id, false); err != nil {
 				return err
 			}
 		}
@@ -45,19 +45,15 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 // remove tells what became of an item the sweep no longer lists, publishes
 // its removal, and forgets it. The item is read first: one that reads back
 // live was only passed over by a listing that moved under the read, and
-// stays.
-func (r *reader) remove(ctx context.Context, id string) error {
+// stays. reported is set when a verified delivery reported the item deleted
+// (tracker.Nudged.Deleted): then a read answering ErrNotFound confirms the
+// deletion, with no lookup by key. An item this binding knows nothing of
+// (another project's, or one already removed) is left alone (lastRead).
+func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	fs := r.f.fs
-	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return nil
-	case err != nil:
+	last, known, err := r.lastRead(ctx, id, reported)
+	if err != nil || !known {
 		return err
-	}
-	last := tracker.Item{Ref: tracker.ItemRef{ID: id}, UpdatedAt: srow.UpdatedAt}
-	if snap, err := decodeSnapshot(srow); err == nil {
-		last = snap.Item
 	}
 	row, err := r.keyRow(ctx, last)
 	if err != nil {
@@ -82,6 +78,18 @@ func (r *reader) remove(ctx context.Context, id string) error {
 		deleted = new(false)
 	case !errors.Is(err, tracker.ErrNotFound):
 		return err
+	case reported:
+		// The tracker said it deleted the item, and reading it confirms it
+		// gone: a tracker that reports deletions reads a deleted item as
+		// missing, never an archived one.
+		deleted = new(true)
+		if key != "" {
+			// A deleted item's key is marked, so it files nothing again.
+			k := ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: key}
+			if err := fs.ledger.MarkDeleted(ctx, k); err != nil {
+				return err
+			}
+		}
 	case key != "":
 		// For an item relayr filed, its key's lookup tells deleted from
 		// archived (ADR-0036); Plane reads an archived item as missing by
@@ -121,4 +129,36 @@ func (r *reader) remove(ctx context.Context, id string) error {
 	// An item the sweep removes forgets its writes, and so its count under
 	// the cap (ADR-0036's consequences).
 	return fs.ledger.ForgetWrites(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
+}
+
+// lastRead answers the item as the binding last knew it, and whether it
+// knows it at all: its snapshot, or, for an item a delivery reported
+// deleted that no poll has read yet (filed by relayr moments before), the
+// item its claim recorded. An item with neither, or whose key is already
+// marked deleted, is not the binding's to remove.
+func (r *reader) lastRead(ctx context.Context, id string, reported bool) (tracker.Item, bool, error) {
+	l := r.f.fs.ledger
+	srow, err := l.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
+	switch {
+	case err == nil:
+		last := tracker.Item{Ref: tracker.ItemRef{ID: id}, UpdatedAt: srow.UpdatedAt}
+		if snap, err := decodeSnapshot(srow); err == nil {
+			last = snap.Item
+		}
+		return last, true, nil
+	case !errors.Is(err, ledger.ErrNotFound):
+		return tracker.Item{}, false, err
+	case !reported:
+		return tracker.Item{}, false, nil
+	}
+	row, err := l.LookupItem(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return tracker.Item{}, false, nil
+	case err != nil:
+		return tracker.Item{}, false, err
+	case row.Deleted || !row.Recorded:
+		return tracker.Item{}, false, nil
+	}
+	return tracker.Item{Ref: row.Ref}, true, nil
 }

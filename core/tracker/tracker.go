@@ -219,14 +219,30 @@ type Tracker interface {
 	// first, with the key of those relayr posted.
 	Comments(ctx context.Context, id string, since time.Time) ([]Comment, error)
 	// Nudge verifies a webhook delivery (header and raw body) against secret
-	// and says which project it names. A bad signature is ErrUnauthorized.
-	Nudge(secret string, header http.Header, body []byte) (project string, err error)
+	// and says which project it names and which items it reports deleted.
+	// A bad signature is ErrUnauthorized; nothing is read from a body whose
+	// signature doesn't verify.
+	Nudge(secret string, header http.Header, body []byte) (Nudged, error)
 	// Link is where a person opens the item. It makes no request.
 	Link(ref ItemRef) string
 	// Holds is the state an item set to s reads back as.
 	Holds(s State) State
 	// Project names the project this tracker files into, as Nudge names it.
 	Project() string
+}
+
+// Nudged is what a verified webhook delivery says: the project it names,
+// and the items it reports deleted. A delivery only nudges (ADR-0036:
+// "Webhooks only nudge"): the follower reads the tracker before it
+// publishes anything, a deletion included.
+type Nudged struct {
+	Project string
+	// Deleted lists the ids of the project's items the delivery reports
+	// deleted (Vikunja's task.deleted), for the follower to check at once
+	// instead of at the next sweep. An adapter names an item here only where
+	// Item answering ErrNotFound for it means deleted, not archived; a
+	// tracker that sends no deletions (Plane) names none.
+	Deleted []string
 }
 
 // Credentials is what a tenant's tracker needs: its key (T4) and the secret

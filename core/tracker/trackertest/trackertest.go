@@ -38,9 +38,16 @@ type Harness struct {
 	// Wait lets the tracker's clock pass d: it steps an emulation's clock,
 	// and sleeps against a live tracker.
 	Wait func(d time.Duration)
-	// Webhook returns a delivery the tracker would send about the item,
-	// signed with secret: its headers and raw body.
+	// Webhook returns a delivery the tracker sends about the item (a change
+	// to it), signed with secret: its headers and raw body. Against a live
+	// tracker it is a real delivery, received on a listener of the
+	// harness's own.
 	Webhook func(itemID, secret string) (http.Header, []byte)
+	// Deletion deletes the item as a person would and returns the delivery
+	// the tracker sends about that, signed with secret. Nil for a tracker
+	// that sends no deletion webhook (Plane): its Nudge names no deleted
+	// item.
+	Deletion func(itemID, secret string) (http.Header, []byte)
 }
 
 // Run runs every rule of the port against trackers newHarness makes, one
@@ -91,10 +98,11 @@ var cases = []struct {
 	{"HoldsAnswersAStateThatHoldsItself", holdsStable},
 	{"LinkAndNameAreGivenWithoutARequest", linkAndName},
 	{"NudgeVerifiesTheSignatureAndNamesTheProject", nudge},
+	{"NudgeOfADeletionNamesTheDeletedItem", nudgeDeletion},
 	{"ABlankTitleIsRefused", blankTitle},
 	{"ACancelledContextFailsEveryCallAndFilesNothing", cancelled},
 	{"ConcurrentCreatesOfDistinctKeysAllLand", concurrentCreates},
-	{"ATrackerThatGuardsKeysAnswersASecondCreateWithTheFirstItem", guardedKeys},
+	{"ASecondCreateUnderAKeyLeavesFindAnsweringTheFirst", guardedKeys},
 	{"ADescriptionReadsBackAsTheTrackerSaysItHoldsIt", heldDescription},
 }
 
@@ -464,12 +472,15 @@ func nudge(t *testing.T, h Harness, key keyFn) {
 	}
 	made := mustCreate(t, h, key("a"), tracker.Draft{Title: "Nudged"})
 	header, body := h.Webhook(made.Ref.ID, "s3cret")
-	project, err := h.Tracker.Nudge("s3cret", header, body)
+	n, err := h.Tracker.Nudge("s3cret", header, body)
 	if err != nil {
 		t.Fatalf("Nudge: %v", err)
 	}
-	if project != h.Tracker.Project() {
-		t.Errorf("Nudge named project %q, want %q", project, h.Tracker.Project())
+	if n.Project != h.Tracker.Project() {
+		t.Errorf("Nudge named project %q, want %q", n.Project, h.Tracker.Project())
+	}
+	if len(n.Deleted) != 0 {
+		t.Errorf("a delivery about a live item names %v deleted", n.Deleted)
 	}
 	if _, err := h.Tracker.Nudge("other", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
 		t.Errorf("Nudge with the wrong secret: %v, want ErrUnauthorized", err)
@@ -480,6 +491,37 @@ func nudge(t *testing.T, h Harness, key keyFn) {
 	}
 	if _, err := h.Tracker.Nudge("s3cret", http.Header{}, body); !errors.Is(err, tracker.ErrUnauthorized) {
 		t.Errorf("Nudge without a signature: %v, want ErrUnauthorized", err)
+	}
+}
+
+// nudgeDeletion: a tracker that reports deletions names the deleted item in
+// its delivery's Nudged.Deleted, and the item then reads as ErrNotFound, so
+// a follower can check it with one read and publish its removal at once.
+func nudgeDeletion(t *testing.T, h Harness, key keyFn) {
+	if h.Deletion == nil {
+		t.Skip("this tracker sends no deletion webhook: its deletions are found by the sweep")
+	}
+	made := mustCreate(t, h, key("a"), tracker.Draft{Title: "Deleted by a person"})
+	other := mustCreate(t, h, key("b"), tracker.Draft{Title: "Left alone"})
+	header, body := h.Deletion(made.Ref.ID, "s3cret")
+	n, err := h.Tracker.Nudge("s3cret", header, body)
+	if err != nil {
+		t.Fatalf("Nudge of a deletion: %v", err)
+	}
+	if n.Project != h.Tracker.Project() {
+		t.Errorf("Nudge named project %q, want %q", n.Project, h.Tracker.Project())
+	}
+	if !slices.Equal(n.Deleted, []string{made.Ref.ID}) {
+		t.Errorf("Nudge named %v deleted, want [%s]", n.Deleted, made.Ref.ID)
+	}
+	if _, err := h.Tracker.Item(ctxOf(t), made.Ref.ID); !errors.Is(err, tracker.ErrNotFound) {
+		t.Errorf("Item of the deleted item: %v, want ErrNotFound", err)
+	}
+	if _, err := h.Tracker.Item(ctxOf(t), other.Ref.ID); err != nil {
+		t.Errorf("Item of an item the delivery doesn't name: %v", err)
+	}
+	if _, err := h.Tracker.Nudge("other", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
+		t.Errorf("Nudge of a deletion with the wrong secret: %v, want ErrUnauthorized", err)
 	}
 }
 
@@ -556,23 +598,27 @@ func concurrentCreates(t *testing.T, h Harness, key keyFn) {
 	}
 }
 
-// guardedKeys: a tracker that says it guards keys (tracker.KeyGuard) answers
-// a second create under a key with *tracker.ExistsError naming the first
-// item, and files nothing; the write path skips its lookup on that word.
+// guardedKeys: a tracker that says it guards keys (tracker.KeyGuard)
+// answers a second create under a key with *tracker.ExistsError naming the
+// first item, and files nothing; the write path skips its lookup on that
+// word. One that doesn't (Vikunja) files the second item, which only the
+// ledger's claim prevents, and Find still answers the first: the lookup of
+// a retaken claim finds the item its predecessor filed.
 func guardedKeys(t *testing.T, h Harness, key keyFn) {
-	g, ok := h.Tracker.(tracker.KeyGuard)
-	if !ok || !g.GuardsKeys() {
-		t.Skip("this tracker does not guard keys: its Find is the only lookup")
-	}
 	first := mustCreate(t, h, key("a"), tracker.Draft{Title: "first"})
-	_, err := h.Tracker.Create(ctxOf(t), key("a"), tracker.Draft{Title: "second"})
-	var ex *tracker.ExistsError
-	if !errors.As(err, &ex) || ex.ID != first.Ref.ID {
-		t.Fatalf("a second create: %v, want *tracker.ExistsError naming %s", err, first.Ref.ID)
+	h.Wait(time.Second)
+	second, err := h.Tracker.Create(ctxOf(t), key("a"), tracker.Draft{Title: "second"})
+	if g, ok := h.Tracker.(tracker.KeyGuard); ok && g.GuardsKeys() {
+		var ex *tracker.ExistsError
+		if !errors.As(err, &ex) || ex.ID != first.Ref.ID {
+			t.Fatalf("a second create: %v, want *tracker.ExistsError naming %s", err, first.Ref.ID)
+		}
+	} else if err != nil || second.Ref.ID == first.Ref.ID {
+		t.Fatalf("a second create on a tracker that doesn't guard keys: %+v %v, want a second item", second.Ref, err)
 	}
 	got, err := h.Tracker.Find(ctxOf(t), key("a"))
 	if err != nil || got.Ref.ID != first.Ref.ID || got.Title != "first" {
-		t.Fatalf("after the refused create the key finds %+v (%v), want the first item", got.Ref, err)
+		t.Fatalf("after the second create the key finds %+v (%v), want the first item", got.Ref, err)
 	}
 }
 

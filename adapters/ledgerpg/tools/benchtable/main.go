@@ -208,6 +208,9 @@ func (r results) trackerRows(t string) []row {
 		}
 		rows = append(rows, row{fig, num(v) + " ms", a, rat})
 	}
+	if v, ok := r.get("DeletionToFeed/"+t+"/webhook", "ms/deletion"); ok {
+		rows = append(rows, row{"Deletion to feed with a webhook, " + t, num(v) + " ms", "the next daily sweep without one", "–"})
+	}
 	return rows
 }
 

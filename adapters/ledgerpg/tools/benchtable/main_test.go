@@ -22,6 +22,7 @@ BenchmarkTrackerRequests/Plane/change-2         	      37	  27214550 ns/op	     
 BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	         1.000 requests/poll
 BenchmarkChangeToFeed/Plane/webhook-2           	       1	2011994978 ns/op	      2012 ms/change
 BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
+BenchmarkDeletionToFeed/Vikunja/webhook-2       	       1	2035126320 ns/op	      2035 ms/deletion
 PASS
 `
 
@@ -61,6 +62,7 @@ func TestTableSetsEachTrackersFiguresBesideWhatTheyAreMeasuredAgainst(t *testing
 		"| Tracker requests per idle poll, Plane | 1.00 | – | – |",
 		"| Change to feed with a webhook nudge, Plane | 2,012 ms | 30,010 ms polling every minute (modelled) | 0.07 |",
 		"| Change to feed polling every 30 s, no webhook, Plane (modelled: 110 ms measured at 200 ms) | 15,010 ms | 30,010 ms polling every minute (modelled) | 0.50 |",
+		"| Deletion to feed with a webhook, Vikunja | 2,035 ms | the next daily sweep without one | – |",
 		// A figure without its counterpart still has its row.
 		"| Filings/s through relayr's HTTP API, Vikunja (16 clients) | 232 | – | – |",
 	}

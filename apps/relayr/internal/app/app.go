@@ -111,7 +111,9 @@ func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector
 		if err != nil {
 			return nil, fmt.Errorf("vikunja project %q: %w", b.Project, err)
 		}
-		var opts []vikunja.Option
+		// One write at a time to the server unless the binding allows more
+		// (config checks every binding of a server says the same).
+		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites)}
 		if transport != nil {
 			opts = append(opts, vikunja.WithTransport(transport))
 		}
@@ -214,8 +216,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	})
 	a.API = httpapi.New(httpapi.Config{
 		Writes: w, Log: log, Connections: conns, Integrations: o.Integrations, Ledger: store,
-		Waker: httpapi.WakerFunc(func(b binding.Binding, project string) {
-			fs.Nudge(context.WithoutCancel(ctx), b.Tenant, b.Kind(), project)
+		Waker: httpapi.WakerFunc(func(b binding.Binding, n tracker.Nudged) {
+			fs.Wake(context.WithoutCancel(ctx), b.Tenant, b.Kind(), n)
 		}),
 		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {

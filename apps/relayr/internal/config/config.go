@@ -18,6 +18,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -121,6 +122,12 @@ type Binding struct {
 	// Since, when set, publishes the items changed since as created on the
 	// binding's first read, instead of seeding silently.
 	Since *time.Time `toml:"since"`
+	// ConcurrentWrites is how many write requests the process sends the
+	// Vikunja server at base_url at once, across every binding and tenant:
+	// 1 when unset, since Vikunja on SQLite, its default database, fails
+	// two writes that meet; more only for a Vikunja on PostgreSQL or MySQL.
+	// Every binding naming the server must say the same.
+	ConcurrentWrites int `toml:"concurrent_writes"`
 }
 
 // Defaults fill what a run's draft leaves out (T5).
@@ -309,6 +316,10 @@ func (c *Config) validate() []string {
 	}
 
 	bound := map[string]bool{}
+	// One Vikunja server takes one setting of writes at once: the first
+	// binding naming it, by index, and the setting it gives.
+	type serverSetting struct{ at, writes int }
+	servers := map[string]serverSetting{}
 	for i, b := range c.Bindings {
 		where := fmt.Sprintf("bindings[%d] (%s/%s)", i, b.Tenant, b.Workspace)
 		t := tenants[b.Tenant]
@@ -352,6 +363,20 @@ func (c *Config) validate() []string {
 		}
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %q is not backlog, todo, started, done or cancelled", where, s)
+		}
+		switch {
+		case b.ConcurrentWrites < 0:
+			add("%s: concurrent_writes %d is below 1", where, b.ConcurrentWrites)
+		case b.Tracker != vikunja.Kind && b.ConcurrentWrites != 0:
+			add("%s: concurrent_writes is for vikunja, whose SQLite fails writes that meet", where)
+		case b.Tracker == vikunja.Kind && checkURL(b.BaseURL, b.AllowInsecureHTTP) == nil:
+			n := max(b.ConcurrentWrites, vikunja.DefaultConcurrentWrites)
+			key := vikunja.ServerKey(b.BaseURL)
+			if first, ok := servers[key]; !ok {
+				servers[key] = serverSetting{at: i, writes: n}
+			} else if first.writes != n {
+				add("%s: concurrent_writes %d for %s, where bindings[%d] says %d: one server takes one setting", where, n, key, first.at, first.writes)
+			}
 		}
 	}
 

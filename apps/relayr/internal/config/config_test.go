@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,46 @@ func TestAGoodConfigurationLoadsWithTheSeedsDefaults(t *testing.T) {
 	}
 }
 
+// withVikunja adds acme's Vikunja credentials and two Vikunja bindings, on
+// base URLs a and b with concurrent_writes na and nb (0 leaves it unset).
+func withVikunja(s, a string, na int, b string, nb int) string {
+	s = strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]\nkey = {env = \"ACME_VIKUNJA_KEY\"}\n[tenants.trackers.plane]", 1)
+	binding := func(ws, url string, n int) string {
+		out := fmt.Sprintf("\n[[bindings]]\ntenant = \"acme\"\nworkspace = %q\ntracker = \"vikunja\"\nbase_url = %q\nproject = \"7\"\n", ws, url)
+		if n != 0 {
+			out += fmt.Sprintf("concurrent_writes = %d\n", n)
+		}
+		return out
+	}
+	i := strings.Index(s, "[[subscriptions]]")
+	return s[:i] + binding("infra", a, na) + binding("web", b, nb) + "\n" + s[i:]
+}
+
+func TestOneSettingPerVikunjaServer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		a      string
+		na     int
+		b      string
+		nb     int
+		writes []int
+	}{
+		{"UnsetIsOneAtATime", "https://v.example.com", 0, "https://v.example.com/", 1, []int{0, 1}},
+		{"TheSameSettingTwice", "https://v.example.com", 4, "https://v.example.com", 4, []int{4, 4}},
+		{"TwoServersTwoSettings", "https://v.example.com", 4, "https://w.example.com", 0, []int{4, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(withVikunja(good, c.a, c.na, c.b, c.nb)), "relayr.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := []int{cfg.Bindings[1].ConcurrentWrites, cfg.Bindings[2].ConcurrentWrites}; got[0] != c.writes[0] || got[1] != c.writes[1] {
+				t.Fatalf("concurrent_writes %v, want %v", got, c.writes)
+			}
+		})
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -129,6 +170,15 @@ func TestRefusals(t *testing.T) {
 			s = strings.Replace(s, `base_url = "https://plane.example.com"`, "base_url = \"http://plane.example.com\"\nallow_insecure_http = true", 1)
 			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "http://rules.example.com/hook"`, 1)
 		}, `url: "http://rules.example.com/hook" is plain http`},
+		{"ConcurrentWritesOnPlane", func(s string) string {
+			return strings.Replace(s, `tracker = "plane"`, "tracker = \"plane\"\nconcurrent_writes = 2", 1)
+		}, "concurrent_writes is for vikunja"},
+		{"ConcurrentWritesBelowOne", func(s string) string {
+			return withVikunja(s, "https://v.example.com", -1, "https://v.example.com", 0)
+		}, "concurrent_writes -1 is below 1"},
+		{"OneVikunjaServerWithTwoSettings", func(s string) string {
+			return withVikunja(s, "https://v.example.com", 4, "HTTPS://V.example.com/", 0)
+		}, "concurrent_writes 1 for https://v.example.com, where bindings[1] says 4: one server takes one setting"},
 		{"ASubscriptionOfAnUnboundWorkspace", func(s string) string {
 			return strings.Replace(s, "workspace = \"ops\"\nname = \"rules\"", "workspace = \"dev\"\nname = \"rules\"", 1)
 		}, "acme/dev is not a bound workspace"},

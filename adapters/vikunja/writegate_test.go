@@ -1,0 +1,168 @@
+package vikunja_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+	"github.com/relayr-go/relayr/fixtures/memnet"
+	"github.com/relayr-go/relayr/fixtures/vikunjaemu"
+)
+
+// flood is sixteen callers filing 200 keys through the write path, each
+// retrying what it is told to retry, against Vikunja on SQLite (a write
+// that meets another answers 500).
+type flood struct {
+	locked   int           // writes the server refused as locked
+	retries  int           // attempts that failed and were tried again
+	slowest  time.Duration // the longest a key took, retries included
+	took     time.Duration // the whole run
+	perKey   map[string]int
+	tasksNow int
+}
+
+const (
+	floodCallers  = 16
+	floodKeys     = 200
+	floodWriteFor = 10 * time.Millisecond
+)
+
+func runFlood(t *testing.T, opts ...vikunja.Option) flood {
+	t.Helper()
+	e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: floodWriteFor, RateLimit: -1})
+	s := memnet.NewServer(e)
+	t.Cleanup(s.Close)
+	t.Cleanup(e.Close)
+	conn := vikunja.Connector{BaseURL: s.URL, Project: e.CreateProject("Lattice", "LAT"),
+		Options: append([]vikunja.Option{vikunja.WithTransport(s.Transport())}, opts...)}
+	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"t1/" + vikunja.Kind: {Token: e.Token}},
+		binding.Binding{Tenant: "t1", Workspace: "w1", Connector: conn})
+	w := writes.New(writes.Config{Ledger: memledger.New(), Connections: conns})
+
+	var mu sync.Mutex
+	var f flood
+	keys := make(chan string, floodKeys)
+	for i := range floodKeys {
+		keys <- fmt.Sprintf("flood/%03d", i)
+	}
+	close(keys)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range floodCallers {
+		wg.Go(func() {
+			for key := range keys {
+				began := time.Now()
+				for {
+					_, err := w.EnsureItem(t.Context(), writes.EnsureParams{Tenant: "t1", Workspace: "w1", Key: key,
+						Draft: tracker.Draft{Title: "filed as " + key}, Correlation: "run"})
+					if err == nil {
+						break
+					}
+					var we *writes.Error
+					if !errors.As(err, &we) || !we.Code.Retryable() {
+						t.Errorf("%s: %v", key, err)
+						return
+					}
+					mu.Lock()
+					f.retries++
+					mu.Unlock()
+					time.Sleep(max(we.RetryAfter, time.Second))
+				}
+				mu.Lock()
+				f.slowest = max(f.slowest, time.Since(began))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	f.took = time.Since(start)
+	f.locked = e.Locked()
+	f.perKey = map[string]int{}
+	tr, err := conn.Connect(t.Context(), tracker.Credentials{Token: e.Token}, tracker.Source{Tenant: "t1", Workspace: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := tracker.Query{}
+	for {
+		p, err := tr.Items(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			f.perKey[it.Ref.Key]++
+			f.tasksNow++
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Page = p.Next
+	}
+	return f
+}
+
+// Issue 12: relayr never makes Vikunja lock itself. The process sends one
+// server one write at a time, so sixteen callers filing 200 keys meet no
+// "database is locked", retry nothing, and no key waits for its claim to be
+// retaken: the run takes the writes' own time, one after another.
+func TestWritesToOneServerGoOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := runFlood(t)
+		if f.locked != 0 || f.retries != 0 {
+			t.Fatalf("%d writes refused as locked, %d retries; want none", f.locked, f.retries)
+		}
+		if f.tasksNow != floodKeys || len(f.perKey) != floodKeys {
+			t.Fatalf("%d tasks for %d keys, want one each", f.tasksNow, len(f.perKey))
+		}
+		if want := floodKeys * floodWriteFor; f.took != want || f.slowest > want {
+			t.Fatalf("the run took %s (slowest key %s), want the writes' own time, %s", f.took, f.slowest, want)
+		}
+	})
+}
+
+// The same run with the gate opened to sixteen writes at once, as for a
+// Vikunja on PostgreSQL, meets SQLite's locks: this is what the gate
+// prevents. Every key still lands once, but only after retakes.
+func TestSixteenWritesAtOnceLockVikunjaOnSQLite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := runFlood(t, vikunja.WithConcurrentWrites(floodCallers))
+		if f.locked == 0 {
+			t.Fatal("no write met another: the emulation does not lock as SQLite does")
+		}
+		if f.tasksNow != floodKeys || len(f.perKey) != floodKeys {
+			t.Fatalf("%d tasks for %d keys, want one each", f.tasksNow, len(f.perKey))
+		}
+		if f.slowest < writes.DefaultRetakeAfter {
+			t.Fatalf("slowest key %s: a refused create should have held its claim until the retake", f.slowest)
+		}
+		t.Logf("sixteen at once: %d writes locked, %d retries, slowest key %s, run %s", f.locked, f.retries, f.slowest, f.took)
+	})
+}
+
+func TestOneServerHasOneSetting(t *testing.T) {
+	g := vikunja.NewWriteGates()
+	p := vikunja.Params{BaseURL: "http://vikunja.example:3456/", Token: "t", Project: 1, Source: source}
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g)); err != nil {
+		t.Fatal(err)
+	}
+	p.Project = 2
+	p.BaseURL = "HTTP://Vikunja.Example:3456"
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(1)); err != nil {
+		t.Fatalf("the same server, the same setting, another project: %v", err)
+	}
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(4)); !errors.Is(err, tracker.ErrInvalid) {
+		t.Fatalf("the same server with another setting: %v, want refused", err)
+	}
+	p.BaseURL = "http://other.example"
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(4)); err != nil {
+		t.Fatalf("another server: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// MaxPendingDeletions bounds the items one follower keeps to check after
+// deliveries reported them deleted. A flood of verified deliveries costs no
+// more memory than this; an id past it waits for the sweep.
+const MaxPendingDeletions = 1024
+
+// Wake wakes the followers this process runs of the project a verified
+// delivery names, debounced (ADR-0036: "A verified nudge wakes the
+// followers this process runs of the project it names, debounced by 2 s"),
+// and hands each the items the delivery reports deleted. At its debounced
+// poll a follower reads each such item once, through its budget, and
+// publishes tracker:item_removed with deleted: true only when the tracker
+// answers that the item is gone; an item that still reads back, or that
+// the binding never read (another project's, or removed already), publishes
+// nothing. A delivery only nudges: nothing is believed without that read.
+// A switched-off workspace's follower is not woken. It answers how many
+// followers it woke.
+func (fs *Followers) Wake(ctx context.Context, tenant, kind string, n tracker.Nudged) int {
+	woken := 0
+	for _, f := range fs.followersOf(tenant, kind) {
+		if f.projectName() != n.Project || !f.enabled(ctx) {
+			continue
+		}
+		f.deleted.add(n.Deleted)
+		select {
+		case f.nudges <- struct{}{}:
+		default: // a nudge is already pending; they are debounced anyway
+		}
+		woken++
+	}
+	return woken
+}
+
+// pendingDeletions is the ids a follower was told are deleted and has not
+// checked yet, in the order told, each once. The zero value is empty.
+type pendingDeletions struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (p *pendingDeletions) add(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		if id != "" && len(p.ids) < MaxPendingDeletions && !slices.Contains(p.ids, id) {
+			p.ids = append(p.ids, id)
+		}
+	}
+}
+
+func (p *pendingDeletions) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := p.ids
+	p.ids = nil
+	return ids
+}
+
+// checkThenRead is a poll: the reported deletions first, one request each,
+// then the read of what changed. A check the budget couldn't pay for
+// doesn't hold the read back (it waits for the next poll itself); a stop,
+// a rate limit or a tracker that doesn't answer ends the poll as a failed
+// read would.
+func (f *follower) checkThenRead(ctx context.Context, pr *pollRun) error {
+	err := f.checkDeleted(ctx, pr)
+	if err != nil && !errors.Is(err, errOutOfBudget) {
+		return err
+	}
+	if rerr := f.read(ctx, pr); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// checkDeleted reads each item a delivery reported deleted, one request
+// each through the follower's budget as the poll draws on it (a scheduled
+// poll's floor, a nudged poll's spare), and removes those the tracker no
+// longer has, as the sweep removes them (sweep.go), with deleted: true.
+// What a failure (the budget spent, the tracker unavailable) leaves
+// unchecked is kept for the next poll.
+func (f *follower) checkDeleted(ctx context.Context, pr *pollRun) error {
+	ids := f.deleted.take()
+	r := &reader{f: f, pr: pr, acc: pr.use, announced: true}
+	for i, id := range ids {
+		if err := r.remove(ctx, id, true); err != nil {
+			f.deleted.add(ids[i:])
+			return err
+		}
+		f.fs.logger.Debug("tracker follower checked a reported deletion", "binding", f.b.Name(), "item", id)
+	}
+	return nil
+}
