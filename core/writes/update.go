@@ -83,6 +83,10 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		}
 		return tracker.Item{}, classify(err)
 	}
+	// What the tracker answered it holds is recorded beside the prediction.
+	if err := s.recordHeld(ctx, k, values, updated); err != nil {
+		return tracker.Item{}, ledgerFailed(err)
+	}
 	updated.Ref = mergeRef(row.Ref, updated.Ref)
 	return updated, nil
 }
@@ -115,7 +119,7 @@ func differing(t tracker.Tracker, cur tracker.Item, p tracker.Patch) (tracker.Pa
 	}
 	if p.Description != nil {
 		held := HeldDescription(t, *p.Description)
-		if held != cur.Description {
+		if !sameDescription(t, *p.Description, cur.Description) {
 			diff.Description = p.Description
 			values[tracker.FieldDescription] = canonical(held)
 		}
