@@ -197,9 +197,9 @@ type Tracker struct {
 }
 
 var (
-	_ tracker.Tracker           = (*Tracker)(nil)
-	_ tracker.DescriptionHolder = (*Tracker)(nil)
-	_ tracker.KeyGuard          = (*Tracker)(nil)
+	_ tracker.Tracker             = (*Tracker)(nil)
+	_ tracker.DescriptionComparer = (*Tracker)(nil)
+	_ tracker.KeyGuard            = (*Tracker)(nil)
 )
 
 // uuidRe is the shape of Plane's ids (Django's <uuid:…> converter).
@@ -218,11 +218,6 @@ func (t *Tracker) Source() string { return t.source }
 // Holds implements tracker.Tracker: Plane's five state groups hold every
 // state of the port.
 func (t *Tracker) Holds(s tracker.State) tracker.State { return s }
-
-// HoldsDescription implements tracker.DescriptionHolder: the description
-// an item filed with d reads back as (see Description), so the echo filter
-// compares like with like.
-func (t *Tracker) HoldsDescription(d string) string { return Description(d) }
 
 // GuardsKeys implements tracker.KeyGuard: Plane answers a second work item
 // with the same external_id and external_source with 409 and the existing
