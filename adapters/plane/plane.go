@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -85,6 +86,9 @@ type Connector struct {
 	cfg  Config
 	http *http.Client
 	cat  *catalog
+	// size is the page size walks start from, shrunk by a page that
+	// failed for its size.
+	size atomic.Int64
 
 	mu    sync.Mutex
 	ident string
@@ -128,7 +132,9 @@ func NewConnector(cfg Config) (*Connector, error) {
 		hc.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Connector{cfg: cfg, http: &hc, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}, nil
+	c := &Connector{cfg: cfg, http: &hc, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}
+	c.size.Store(int64(cfg.PageSize))
+	return c, nil
 }
 
 // Kind implements tracker.Connector.
@@ -158,6 +164,7 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 			timeout: c.cfg.Timeout, limit: c.cfg.MaxResponseBytes,
 		},
 		cat:    c.cat,
+		size:   &c.size,
 		source: source.String(),
 	}
 	c.mu.Lock()
@@ -192,6 +199,7 @@ type Tracker struct {
 	cfg    Config
 	cl     *client
 	cat    *catalog
+	size   *atomic.Int64
 	source string
 	ident  string
 }
@@ -260,7 +268,7 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 	if err := tracker.ValidateKey(key); err != nil {
 		return tracker.Item{}, err
 	}
-	q := url.Values{"external_id": {key}, "external_source": {t.source}}
+	q := url.Values{"external_id": {key}, "external_source": {t.source}, "fields": {itemFields}}
 	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/")+"?"+q.Encode(), nil)
 	if err != nil {
 		return tracker.Item{}, err
@@ -356,7 +364,7 @@ func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 		}
 		return tracker.Item{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
-	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/"), nil)
+	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields="+itemFields, nil)
 	if err != nil {
 		return tracker.Item{}, err
 	}
@@ -560,7 +568,7 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 		}
 		return nil, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
-	rows, err := t.walkNewestFirst(ctx, t.projectPath("work-items/"+id+"/comments/"), "", since, commentRow, false)
+	rows, err := t.walkNewestFirst(ctx, t.projectPath("work-items/"+id+"/comments/"), "", "", since, commentRow, false)
 	if err != nil {
 		return nil, err
 	}

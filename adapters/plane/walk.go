@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -91,12 +92,42 @@ func window(end, size int) (page, perPage int, checked bool) {
 	return page, perPage, true
 }
 
+// itemFields are the work item's fields the adapter reads (wireItem).
+// Plane's list, retrieve and external-id lookup honour ?fields=
+// (api/views/base.py:L156-159, api/serializers/base.py:L28-70): asking for
+// these leaves out description_binary, the web editor's document, which
+// can make a page of edited items pass the response cap, and the
+// assignees, which cost a query per item (api/serializers/issue.py:L290-320).
+const itemFields = "id,name,description_html,state,labels,sequence_id,updated_at,updated_by,archived_at,external_id,external_source,project"
+
+// minPageSize is the smallest page a walk shrinks to.
+const minPageSize = 50
+
+// shrinks reports a page that failed for its size: over the response cap,
+// or not started within the phase timeout. The walk reads it again at half
+// the size, and the tracker keeps the smaller size.
+func (t *Tracker) shrinks(err error, size int) (int, bool) {
+	if size <= minPageSize || !(errors.Is(err, errTooLarge) || errors.Is(err, errPhase)) {
+		return size, false
+	}
+	size = max(size/2, minPageSize)
+	t.size.Store(int64(size))
+	return size, true
+}
+
+// pageSize is the per_page walks start from: Config.PageSize, or what an
+// earlier walk shrank it to.
+func (t *Tracker) pageSize() int { return int(t.size.Load()) }
+
 // fetch reads one page of a list ordered by orderBy ("" for the endpoint's
-// own order).
-func (t *Tracker) fetch(ctx context.Context, path, orderBy string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
+// own order), with the fields named ("" for all).
+func (t *Tracker) fetch(ctx context.Context, path, orderBy, fields string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
 	u := fmt.Sprintf("%s?per_page=%d&cursor=%d:%d:0", path, perPage, perPage, page)
 	if orderBy != "" {
 		u += "&order_by=" + orderBy
+	}
+	if fields != "" {
+		u += "&fields=" + fields
 	}
 	a, err := t.cl.do(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -124,8 +155,8 @@ func (t *Tracker) fetch(ctx context.Context, path, orderBy string, page, perPage
 // past since, and answers every row read once (the newest reading of each).
 // With recheck, a walk of more than one page reads the first page again at
 // the end: an item changed during the walk moved there, behind the walk.
-func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
-	size := t.cfg.PageSize
+func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
+	size := t.pageSize()
 	seen := map[string]row{}
 	keep := func(rows []row) {
 		for _, r := range rows {
@@ -140,8 +171,12 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 		if end > 0 {
 			page, perPage, checked = window(end, size)
 		}
-		rows, more, err := t.fetch(ctx, path, orderBy, page, perPage, rowOf)
+		rows, more, err := t.fetch(ctx, path, orderBy, fields, page, perPage, rowOf)
 		if err != nil {
+			var ok bool
+			if size, ok = t.shrinks(err, size); ok {
+				continue
+			}
 			return nil, err
 		}
 		off := page * perPage
@@ -156,13 +191,13 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 		}
 		keep(rows)
 		pages++
-		end = off + len(rows)
+		end = nextEnd(end, off, rows)
 		if !more || len(rows) == 0 || rows[len(rows)-1].at.Before(since) {
 			break
 		}
 	}
 	if recheck && pages > 1 {
-		rows, _, err := t.fetch(ctx, path, orderBy, 0, size, rowOf)
+		rows, _, err := t.fetch(ctx, path, orderBy, fields, 0, size, rowOf)
 		if err != nil {
 			return nil, err
 		}
@@ -174,6 +209,23 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 	}
 	sortRows(out)
 	return out, nil
+}
+
+// nextEnd is where the next page must reach past: the start of the page's
+// last run of rows sharing one time, so the next page reads that run
+// again whole. Plane orders by one column with no tie-breaker
+// (api/views/issue.py:L394-395), so rows sharing a time may come in
+// another order on the next request, and one could slip behind the page
+// boundary unread. The end still moves past the previous one.
+func nextEnd(prev, off int, rows []row) int {
+	k := len(rows)
+	for k > 1 && rows[k-2].at.Equal(rows[len(rows)-1].at) {
+		k--
+	}
+	if k == len(rows) || k == 1 && len(rows) > 1 && rows[0].at.Equal(rows[len(rows)-1].at) {
+		return off + len(rows)
+	}
+	return max(off+k-1, prev+1)
 }
 
 func sortRows(rows []row) {
@@ -203,7 +255,7 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 	if err := ctx.Err(); err != nil {
 		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
 	}
-	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", q.Since, itemRow, true)
+	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", itemFields, q.Since, itemRow, true)
 	if err != nil {
 		return tracker.Page{}, err
 	}
@@ -257,7 +309,7 @@ func (s sweepState) encode() string {
 
 // sweep answers the next page of a zero-Since walk.
 func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, error) {
-	st, err := decodePage(token, t.cfg.PageSize)
+	st, err := decodePage(token, t.pageSize())
 	if err != nil {
 		return tracker.Page{}, err
 	}
@@ -272,8 +324,12 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		if st.End > 0 {
 			page, perPage, checked = window(st.End, st.Size)
 		}
-		rows, more, err := t.fetch(ctx, path, "updated_at", page, perPage, itemRow)
+		rows, more, err := t.fetch(ctx, path, "updated_at", itemFields, page, perPage, itemRow)
 		if err != nil {
+			var ok bool
+			if st.Size, ok = t.shrinks(err, st.Size); ok {
+				continue
+			}
 			return tracker.Page{}, err
 		}
 		off := page * perPage
@@ -288,7 +344,7 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 			}
 		}
 		sortRows(fresh)
-		st.End = off + len(rows)
+		st.End = nextEnd(st.End, off, rows)
 		if len(fresh) > 0 {
 			last := fresh[len(fresh)-1].at.UnixMicro()
 			if last != st.At {
