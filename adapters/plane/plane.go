@@ -176,6 +176,11 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 			return nil, err
 		}
 		if err := classify(a); err != nil {
+			if errors.Is(err, tracker.ErrNotFound) {
+				// An unknown project reads as 404, where everything
+				// else of it is a 403 (api/views/project.py:L373-380).
+				return nil, fmt.Errorf("plane: no project %s in workspace %s: %w", c.cfg.Project, c.cfg.Workspace, err)
+			}
 			return nil, err
 		}
 		var p struct {
@@ -498,10 +503,25 @@ func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Co
 	if !uuidRe.MatchString(id) {
 		return tracker.Comment{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
+	// Plane makes a comment on a deleted item, whose row stays until the
+	// hard delete (api/views/issue.py:L1446-1448): the item is read
+	// first, and one that is gone (deleted, or archived, where Plane's web
+	// app takes no comment either) is NotFound.
+	live, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields=id", nil)
+	if err != nil {
+		return tracker.Comment{}, err
+	}
+	if err := classify(live); err != nil {
+		if errors.Is(err, tracker.ErrNotFound) {
+			return tracker.Comment{}, fmt.Errorf("plane: work item %s is deleted or archived: %w", id, tracker.ErrNotFound)
+		}
+		return tracker.Comment{}, err
+	}
 	req := map[string]any{"comment_html": body}
 	if key != "" {
-		req["external_id"] = key
+		req["external_id"] = commentExternalID(key)
 		req["external_source"] = t.source
+		req["comment_html"] = markedBody(key, body)
 	}
 	path := t.projectPath("work-items/" + id + "/comments/")
 	a, err := t.cl.do(ctx, http.MethodPost, path, req)
@@ -553,7 +573,7 @@ func (t *Tracker) toComment(w wireComment, itemID string) tracker.Comment {
 		c.Author = str(w.CreatedBy)
 	}
 	if str(w.ExternalSource) == t.source {
-		c.Key = str(w.ExternalID)
+		c.Key, c.Body = commentKey(str(w.ExternalID), c.Body)
 	}
 	return c
 }
@@ -743,7 +763,14 @@ func (t *Tracker) groupOf(ctx context.Context, id string) (string, error) {
 // labelIDs resolves names to ids, reading the labels again on a miss and
 // creating the ones still missing (a 409 on a name names the label, §5).
 func (t *Tracker) labelIDs(ctx context.Context, names []string, refresh bool) ([]string, error) {
-	names = uniq(names)
+	// Plane trims a label's name (DRF's CharField), so "x " is held as
+	// "x": looked up or created untrimmed, it would never be found, and
+	// its create's 409 lookup fails with a 500 (api/views/issue.py:L923-935).
+	trimmed := make([]string, 0, len(names))
+	for _, n := range names {
+		trimmed = append(trimmed, strings.TrimSpace(n))
+	}
+	names = uniq(trimmed)
 	lookup := func() ([]string, []string) {
 		t.cat.mu.Lock()
 		defer t.cat.mu.Unlock()

@@ -165,11 +165,14 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields str
 			}
 		}
 	}
-	end, pages, backoffs := 0, 0, 0
+	end, pages, backoffs, need := 0, 0, 0, 0
 	for {
 		page, perPage, checked := 0, size, false
 		if end > 0 {
 			page, perPage, checked = window(end, size)
+			if p, q, ok := reaching(end, size, need); ok && need > 0 {
+				page, perPage = p, q
+			}
 		}
 		rows, more, err := t.fetch(ctx, path, orderBy, fields, page, perPage, rowOf)
 		if err != nil {
@@ -192,6 +195,7 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields str
 		keep(rows)
 		pages++
 		end = nextEnd(end, off, rows)
+		need = needNext(need, rows)
 		if !more || len(rows) == 0 || rows[len(rows)-1].at.Before(since) {
 			break
 		}
@@ -209,6 +213,38 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields str
 	}
 	sortRows(out)
 	return out, nil
+}
+
+// reaching picks a page that starts before end and reads at least need rows
+// past it, when one does.
+func reaching(end, size, need int) (page, perPage int, ok bool) {
+	for q := size; q > need; q-- {
+		if p := (end - 1) / q; p*q+q >= end+need {
+			return p, q, true
+		}
+	}
+	return 0, 0, false
+}
+
+// runAtEnd is how many rows at the end of a page share the last one's time.
+func runAtEnd(rows []row) int {
+	n := 0
+	for i := len(rows) - 1; i >= 0 && rows[i].at.Equal(rows[len(rows)-1].at); i-- {
+		n++
+	}
+	return n
+}
+
+// needNext is how far past its end the next page must read: a page that
+// ended inside a run of equal times (and not on its own first row) is
+// followed by one reading the whole run and a row past it, longer each time
+// the run outlasts the page; 0 once a page ends past its run.
+func needNext(need int, rows []row) int {
+	n := runAtEnd(rows)
+	if n < 2 || n == len(rows) {
+		return 0
+	}
+	return max(need+1, n+1)
 }
 
 // nextEnd is where the next page must reach past: the start of the page's
@@ -280,6 +316,8 @@ type sweepState struct {
 	At   int64    `json:"t,omitempty"` // Unix microseconds
 	IDs  []string `json:"i,omitempty"`
 	Size int      `json:"s"`
+	// Need is how many rows past End the next page must read (needNext).
+	Need int `json:"n,omitempty"`
 }
 
 func (s sweepState) answered(r row) bool {
@@ -323,6 +361,9 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		page, perPage, checked := 0, st.Size, false
 		if st.End > 0 {
 			page, perPage, checked = window(st.End, st.Size)
+			if p, q, ok := reaching(st.End, st.Size, st.Need); ok && st.Need > 0 {
+				page, perPage = p, q
+			}
 		}
 		rows, more, err := t.fetch(ctx, path, "updated_at", itemFields, page, perPage, itemRow)
 		if err != nil {
@@ -345,6 +386,7 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		}
 		sortRows(fresh)
 		st.End = nextEnd(st.End, off, rows)
+		st.Need = needNext(st.Need, rows)
 		if len(fresh) > 0 {
 			last := fresh[len(fresh)-1].at.UnixMicro()
 			if last != st.At {
@@ -358,6 +400,14 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		}
 		if len(fresh) == 0 && more && len(rows) > 0 {
 			continue
+		}
+		if off == 0 && len(rows) == 0 {
+			// A project that lists nothing may be archived, which hides
+			// every item (db/models/issue.py:L100) but deletes none: a
+			// sweep answering it empty would take every item for removed.
+			if err := t.checkNotArchived(ctx); err != nil {
+				return tracker.Page{}, err
+			}
 		}
 		items := make([]tracker.Item, 0, len(fresh))
 		for _, r := range fresh {
@@ -373,4 +423,26 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		}
 		return tracker.Page{Items: items, Next: next}, nil
 	}
+}
+
+// checkNotArchived reads the project, which answers even when archived, with
+// archived_at set (api/views/project.py:L287-380).
+func (t *Tracker) checkNotArchived(ctx context.Context) error {
+	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("")+"?fields=id,archived_at", nil)
+	if err != nil {
+		return err
+	}
+	if err := classify(a); err != nil {
+		return err
+	}
+	var p struct {
+		ArchivedAt *string `json:"archived_at"`
+	}
+	if err := json.Unmarshal(a.body, &p); err != nil {
+		return garbled("project", err)
+	}
+	if p.ArchivedAt != nil && *p.ArchivedAt != "" {
+		return fmt.Errorf("plane: project %s is archived (since %s): its items are hidden, not removed: %w", t.cfg.Project, clip(*p.ArchivedAt), tracker.ErrRefused)
+	}
+	return nil
 }
