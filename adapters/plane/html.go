@@ -176,7 +176,7 @@ func canon(toks *[]string, n *html.Node) {
 	}
 	var attrs []string
 	for _, a := range n.Attr {
-		if a.Namespace != "" || !(genericAttrs[a.Key] || tagAttrs[name][a.Key]) {
+		if a.Namespace != "" || !allowedAttr(name, a.Key) {
 			continue
 		}
 		v := a.Val
@@ -234,3 +234,6 @@ func utf8First(s string) (rune, bool) {
 	}
 	return 0, false
 }
+
+// allowedAttr reports whether Plane's ATTRIBUTES keep attribute key on tag.
+func allowedAttr(tag, key string) bool { return genericAttrs[key] || tagAttrs[tag][key] }

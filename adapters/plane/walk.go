@@ -107,7 +107,8 @@ const minPageSize = 50
 // or not started within the phase timeout. The walk reads it again at half
 // the size, and the tracker keeps the smaller size.
 func (t *Tracker) shrinks(err error, size int) (int, bool) {
-	if size <= minPageSize || !(errors.Is(err, errTooLarge) || errors.Is(err, errPhase)) {
+	tooBig := errors.Is(err, errTooLarge) || errors.Is(err, errPhase)
+	if size <= minPageSize || !tooBig {
 		return size, false
 	}
 	size = max(size/2, minPageSize)
