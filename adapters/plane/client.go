@@ -34,6 +34,9 @@ type answer struct {
 
 var errPhase = errors.New("no progress within the phase timeout")
 
+// errTooLarge is an answer over the response cap.
+var errTooLarge = errors.New("answer over the response cap")
+
 // do sends one request. Each phase (connecting, writing the request,
 // waiting for the first byte of the answer, reading the body) has its own
 // timeout (ADR-0033: 10 s on each phase of a request): a timer restarted as
@@ -79,7 +82,7 @@ func (c *client) do(ctx context.Context, method, path string, body any) (answer,
 		return answer{}, c.transportError(ctx, rctx, method, path, err)
 	}
 	if int64(len(data)) > c.limit {
-		return answer{}, fmt.Errorf("plane: %s %s: answer over %d bytes: %w", method, path, c.limit, tracker.ErrUnavailable)
+		return answer{}, fmt.Errorf("plane: %s %s: %w of %d bytes: %w", method, path, errTooLarge, c.limit, tracker.ErrUnavailable)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }

@@ -53,16 +53,18 @@ func Example() {
 	// OPS-1 nightly/failed
 }
 
-// Description says what Plane will hold for a description, so what relayr
-// records compares equal with what it reads back.
-func ExampleDescription() {
-	fmt.Printf("%q\n", plane.Description("Build 42 failed"))
-	fmt.Printf("%q\n", plane.Description("<p>a</p><p>b</p>"))
-	fmt.Printf("%q\n", plane.Description(""))
+// SameDescription compares a description relayr sent with one Plane holds,
+// as Plane's sanitizer leaves them: its wrappers, rel and comments aside.
+func ExampleSameDescription() {
+	fmt.Println(plane.SameDescription("Build 42 failed", "<p>Build 42 failed</p>"))
+	fmt.Println(plane.SameDescription(`<p>a</p><p>b</p><!-- c -->`, "<div><p>a</p><p>b</p></div>"))
+	fmt.Println(plane.SameDescription(`see <a href='https://x'>log</a>`, `<p>see <a href="https://x" rel="noopener noreferrer">log</a></p>`))
+	fmt.Println(plane.SameDescription("Build 42 failed", "<p>Build 43 failed</p>"))
 	// Output:
-	// "<p>Build 42 failed</p>"
-	// "<div><p>a</p><p>b</p></div>"
-	// ""
+	// true
+	// true
+	// true
+	// false
 }
 
 // Verify checks X-Plane-Signature over the raw body of a delivery.

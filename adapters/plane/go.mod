@@ -8,4 +8,6 @@ replace github.com/relayr-go/relayr/core => ../../core
 
 require github.com/relayr-go/relayr/fixtures v0.0.0
 
+require golang.org/x/net v0.57.0
+
 replace github.com/relayr-go/relayr/fixtures => ../../fixtures

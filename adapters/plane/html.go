@@ -1,266 +1,25 @@
 package plane
 
 import (
-	"errors"
-	"html"
+	"net/url"
+	"sort"
 	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
-// errEmptyHTML is lxml's "Document is empty", which Plane answers with 400
-// {"non_field_errors": ["Invalid HTML passed"]}.
-var errEmptyHTML = errors.New("document is empty")
-
-// normalizeHTML rewrites description_html as Plane stores it.
-//
-// Plane parses the value with lxml.html.fromstring and serializes it again
-// (api/serializers/issue.py:L82-99, utils/content_validator.py:L211-241):
-// bare text becomes <p>text</p>, a single element is kept as it is, several
-// top-level elements are wrapped in one <div> when any holds a block-level
-// tag and in one <span> otherwise, and "" or whitespace fails as "Document
-// is empty". Text is re-escaped as lxml prints it (&, < and >). nh3's
-// allow-list is not applied: tags and attributes are kept.
-//
-// The emulation holds the same function (fixtures/planeemu/html.go); a test
-// checks that what this predicts is what the emulation stores.
-func normalizeHTML(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", errEmptyHTML
-	}
-	nodes := topLevel(s)
-	// Text before the first element opens an implied <p> that takes every
-	// node up to the first block-level element (libxml2's htmlCheckParagraph).
-	if len(nodes) > 0 && !nodes[0].element {
-		end := len(nodes)
-		for i, n := range nodes {
-			if n.element && blockTags[n.tag] {
-				end = i
-				break
-			}
-		}
-		var b strings.Builder
-		b.WriteString("<p>")
-		for _, n := range nodes[:end] {
-			b.WriteString(n.raw)
-		}
-		b.WriteString("</p>")
-		p := node{element: true, tag: "p", raw: b.String()}
-		nodes = append([]node{p}, nodes[end:]...)
-	}
-	if len(nodes) == 0 {
-		return "", errEmptyHTML
-	}
-	elements, texty := 0, false
-	for _, n := range nodes {
-		if n.element {
-			elements++
-		} else if strings.TrimSpace(n.raw) != "" {
-			texty = true
-		}
-	}
-	if elements == 1 && !texty {
-		for _, n := range nodes {
-			if n.element {
-				return n.raw, nil
-			}
-		}
-	}
-	var inner strings.Builder
-	block := false
-	for _, n := range nodes {
-		inner.WriteString(n.raw)
-		if n.element && containsBlock(n.raw) {
-			block = true
-		}
-	}
-	if block {
-		return "<div>" + inner.String() + "</div>", nil
-	}
-	return "<span>" + inner.String() + "</span>", nil
-}
-
-type node struct {
-	element bool
-	tag     string
-	raw     string
-}
-
-// blockTags is lxml.html.defs.block_tags.
-var blockTags = map[string]bool{
-	"address": true, "blockquote": true, "center": true, "dir": true, "div": true,
-	"dl": true, "fieldset": true, "form": true, "h1": true, "h2": true, "h3": true,
-	"h4": true, "h5": true, "h6": true, "hr": true, "isindex": true, "menu": true,
-	"noframes": true, "noscript": true, "ol": true, "p": true, "pre": true,
-	"table": true, "ul": true,
-}
-
-// voidTags never have content or a closing tag.
-var voidTags = map[string]bool{
-	"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true,
-	"img": true, "input": true, "link": true, "meta": true, "source": true,
-	"track": true, "wbr": true,
-}
-
-func containsBlock(raw string) bool {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '<' {
-			continue
-		}
-		name, _, _ := tagAt(raw, i)
-		if blockTags[name] {
-			return true
-		}
-	}
-	return false
-}
-
-// tagAt reads the tag starting at s[i] == '<': its lower-case name, whether
-// it closes, and the index just past its '>' (len(s) when unterminated).
-func tagAt(s string, i int) (name string, closing bool, end int) {
-	j := i + 1
-	if j < len(s) && s[j] == '/' {
-		closing = true
-		j++
-	}
-	k := j
-	for k < len(s) && (s[k] >= 'a' && s[k] <= 'z' || s[k] >= 'A' && s[k] <= 'Z' || s[k] >= '0' && s[k] <= '9') {
-		k++
-	}
-	name = strings.ToLower(s[j:k])
-	var quote byte
-	for k < len(s) {
-		c := s[k]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '>':
-			return name, closing, k + 1
-		}
-		k++
-	}
-	return name, closing, len(s)
-}
-
-// topLevel splits s into its top-level nodes: runs of text (re-escaped) and
-// whole elements with their content (closing tags lxml would add appended).
-// Comments and stray closing tags are dropped, as the parser drops them.
-func topLevel(s string) []node {
-	var nodes []node
-	i := 0
-	for i < len(s) {
-		if s[i] != '<' {
-			j := strings.IndexByte(s[i:], '<')
-			if j < 0 {
-				j = len(s) - i
-			}
-			nodes = append(nodes, node{raw: escapeText(s[i : i+j])})
-			i += j
-			continue
-		}
-		if strings.HasPrefix(s[i:], "<!--") {
-			j := strings.Index(s[i+4:], "-->")
-			if j < 0 {
-				break
-			}
-			i += 4 + j + 3
-			continue
-		}
-		name, closing, end := tagAt(s, i)
-		if name == "" {
-			// "<" not starting a tag is text to the parser.
-			nodes = append(nodes, node{raw: "&lt;"})
-			i++
-			continue
-		}
-		if closing {
-			i = end
-			continue
-		}
-		if voidTags[name] || strings.HasSuffix(s[i:end], "/>") {
-			nodes = append(nodes, node{element: true, tag: name, raw: s[i:end]})
-			i = end
-			continue
-		}
-		raw, next := element(s, i)
-		nodes = append(nodes, node{element: true, tag: name, raw: raw})
-		i = next
-	}
-	return nodes
-}
-
-// element reads the element opening at s[i] through its matching close,
-// re-escaping text inside and closing what the input left open.
-func element(s string, i int) (string, int) {
-	var b strings.Builder
-	var stack []string
-	for i < len(s) {
-		if s[i] != '<' {
-			j := strings.IndexByte(s[i:], '<')
-			if j < 0 {
-				j = len(s) - i
-			}
-			b.WriteString(escapeText(s[i : i+j]))
-			i += j
-			continue
-		}
-		name, closing, end := tagAt(s, i)
-		switch {
-		case name == "":
-			b.WriteString("&lt;")
-			i++
-			continue
-		case closing:
-			b.WriteString(s[i:end])
-			for len(stack) > 0 {
-				top := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if top == name {
-					break
-				}
-			}
-		default:
-			b.WriteString(s[i:end])
-			if !voidTags[name] && !strings.HasSuffix(s[i:end], "/>") {
-				stack = append(stack, name)
-			}
-		}
-		i = end
-		if len(stack) == 0 {
-			return b.String(), i
-		}
-	}
-	for len(stack) > 0 {
-		b.WriteString("</" + stack[len(stack)-1] + ">")
-		stack = stack[:len(stack)-1]
-	}
-	return b.String(), i
-}
-
-// escapeText prints text as lxml does: entities decoded, then &, < and >
-// escaped.
-func escapeText(t string) string {
-	t = html.UnescapeString(t)
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(t)
-}
+// Plane stores description_html rewritten: lxml parses and re-serializes
+// it, then nh3 sanitizes it (api/serializers/issue.py:L83-99,
+// utils/content_validator.py:L71-243). relayr records the description in
+// Plane's answer to a create or an edit, which is what Plane holds; for a
+// write whose answer never came only what relayr sent is recorded, and
+// SameDescription tells the follower whether a description read back is
+// that one as Plane's rewriting leaves it.
 
 // emptyDescription is what Plane holds for an empty description: its
 // column default, and what relayr sends for "" since "" is refused (§10).
 const emptyDescription = "<p></p>"
-
-// Description is the description an item filed or patched with d reads back
-// as: Plane's rewrite of d, and "" for an empty one. Record this value, not
-// d, so the echo filter compares like with like (ADR-0036).
-func Description(d string) string {
-	n, err := normalizeHTML(d)
-	if err != nil || n == emptyDescription {
-		return ""
-	}
-	return n
-}
 
 // sendDescription is the description_html sent for d: "<p></p>" for an
 // empty one, which Plane would otherwise refuse.
@@ -278,3 +37,203 @@ func readDescription(h string) string {
 	}
 	return h
 }
+
+// SameDescription implements tracker.DescriptionComparer: set, a
+// description relayr sent, and held, one read back, are the same once both
+// are read as Plane's sanitizer leaves them (CanonicalDescription).
+func (t *Tracker) SameDescription(set, held string) bool { return SameDescription(set, held) }
+
+// SameDescription reports whether two descriptions are the same as Plane
+// holds them: equal, or with the same CanonicalDescription.
+func SameDescription(a, b string) bool {
+	return a == b || CanonicalDescription(a) == CanonicalDescription(b)
+}
+
+// allowedTags is nh3's allow-list as Plane passes it: nh3.ALLOWED_TAGS
+// (ammonia's defaults) and Plane's CUSTOM_TAGS (content_validator.py:L71-79).
+var allowedTags = set("a", "abbr", "acronym", "area", "article", "aside", "b", "bdi",
+	"bdo", "blockquote", "br", "caption", "center", "cite", "code",
+	"col", "colgroup", "data", "dd", "del", "details", "dfn", "div",
+	"dl", "dt", "em", "figcaption", "figure", "footer", "h1", "h2",
+	"h3", "h4", "h5", "h6", "header", "hgroup", "hr", "i", "img",
+	"ins", "kbd", "li", "map", "mark", "nav", "ol", "p", "pre",
+	"q", "rp", "rt", "rtc", "ruby", "s", "samp", "small", "span",
+	"strike", "strong", "sub", "summary", "sup", "table", "tbody",
+	"td", "th", "thead", "time", "tr", "tt", "u", "ul", "var", "wbr",
+	"mention-component", "label", "input", "image-component")
+
+// genericAttrs and tagAttrs are ATTRIBUTES (content_validator.py:L82-156).
+var genericAttrs = set("class", "id", "title", "role", "aria-label", "aria-hidden", "style", "start", "type", "xmlns",
+	"data-tight", "data-node-type", "data-type", "data-checked", "data-background-color", "data-text-color",
+	"data-name", "data-id", "data-icon-name", "data-icon-color", "data-background", "data-emoji-unicode",
+	"data-emoji-url", "data-logo-in-use", "data-block-type")
+
+var tagAttrs = map[string]map[string]bool{
+	"a":                 set("href", "target"),
+	"image-component":   set("id", "width", "height", "aspectratio", "src", "alignment", "status"),
+	"img":               set("width", "height", "aspectratio", "alignment", "src", "alt", "title"),
+	"mention-component": set("id", "entity_identifier", "entity_name"),
+	"th":                set("colspan", "rowspan", "colwidth", "background", "style"),
+	"td":                set("colspan", "rowspan", "colwidth", "background", "textcolor", "style"),
+	"tr":                set("background", "textcolor", "style"),
+	"pre":               set("language"),
+	"code":              set("language", "spellcheck"),
+	"input":             set("type", "checked"),
+}
+
+// safeSchemes is SAFE_PROTOCOLS (content_validator.py:L159).
+var safeSchemes = set("http", "https", "mailto", "tel")
+
+// wrappers are the elements lxml wraps a fragment in (<p> around text, <div>
+// or <span> around several nodes) or closes early; without attributes
+// they compare as nothing, <p> and <div> as a break between blocks.
+var wrappers = map[string]bool{"p": true, "div": true, "span": false}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// CanonicalDescription is a description as Plane's rewriting cannot tell
+// apart from another: parsed as HTML, comments, scripts and styles dropped,
+// tags outside nh3's allow-list unwrapped, attributes filtered to the
+// allow-list and sorted, rel dropped (nh3 sets its own), URLs unescaped,
+// attribute-less <p>, <div> and <span> wrappers dropped (a <p> or <div>
+// leaves a break), whitespace collapsed. Text and the structure of
+// everything else must match.
+func CanonicalDescription(d string) string {
+	d = readDescription(d)
+	ctx := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+	nodes, err := html.ParseFragment(strings.NewReader(d), ctx)
+	if err != nil {
+		return d
+	}
+	var toks []string
+	for _, n := range nodes {
+		canon(&toks, n)
+	}
+	// Collapse breaks and blanks; no blank beside a break, none at the
+	// ends.
+	var out []string
+	for _, t := range toks {
+		switch t {
+		case "|":
+			for len(out) > 0 && out[len(out)-1] == " " {
+				out = out[:len(out)-1]
+			}
+			if len(out) == 0 || out[len(out)-1] == "|" {
+				continue
+			}
+		case " ":
+			if len(out) == 0 || out[len(out)-1] == "|" || out[len(out)-1] == " " {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	for len(out) > 0 && (out[len(out)-1] == "|" || out[len(out)-1] == " ") {
+		out = out[:len(out)-1]
+	}
+	return strings.Join(out, "")
+}
+
+func canon(toks *[]string, n *html.Node) {
+	switch n.Type {
+	case html.TextNode:
+		words := strings.Fields(n.Data)
+		if len(words) == 0 {
+			if n.Data != "" {
+				*toks = append(*toks, " ")
+			}
+			return
+		}
+		if first, _ := utf8First(n.Data); isSpace(first) {
+			*toks = append(*toks, " ")
+		}
+		for i, w := range words {
+			if i > 0 {
+				*toks = append(*toks, " ")
+			}
+			*toks = append(*toks, escape(w))
+		}
+		if last := n.Data[len(n.Data)-1]; isSpace(rune(last)) {
+			*toks = append(*toks, " ")
+		}
+		return
+	case html.ElementNode:
+	default:
+		return
+	}
+	name := n.Data
+	if n.Namespace != "" {
+		name = ""
+	}
+	if name == "script" || name == "style" {
+		return
+	}
+	var attrs []string
+	for _, a := range n.Attr {
+		if a.Namespace != "" || !allowedAttr(name, a.Key) {
+			continue
+		}
+		v := a.Val
+		if a.Key == "href" || a.Key == "src" {
+			if !safeURL(v) {
+				continue
+			}
+			if u, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
+				v = u
+			}
+		}
+		attrs = append(attrs, a.Key+"="+escape(v))
+	}
+	block, isWrapper := wrappers[name]
+	switch {
+	case !allowedTags[name] || isWrapper && len(attrs) == 0:
+		if block {
+			*toks = append(*toks, "|")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			canon(toks, c)
+		}
+		if block {
+			*toks = append(*toks, "|")
+		}
+		return
+	}
+	sort.Strings(attrs)
+	*toks = append(*toks, "<"+name+" "+strings.Join(attrs, " ")+">")
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		canon(toks, c)
+	}
+	*toks = append(*toks, "</"+name+">")
+}
+
+// safeURL is nh3's check of href and src: a relative URL, or one of
+// SAFE_PROTOCOLS.
+func safeURL(v string) bool {
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil {
+		return false
+	}
+	return u.Scheme == "" || safeSchemes[strings.ToLower(u.Scheme)]
+}
+
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;", `"`, "&quot;").Replace(s)
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' }
+
+func utf8First(s string) (rune, bool) {
+	for _, r := range s {
+		return r, true
+	}
+	return 0, false
+}
+
+// allowedAttr reports whether Plane's ATTRIBUTES keep attribute key on tag.
+func allowedAttr(tag, key string) bool { return genericAttrs[key] || tagAttrs[tag][key] }

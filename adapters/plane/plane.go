@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -85,6 +86,9 @@ type Connector struct {
 	cfg  Config
 	http *http.Client
 	cat  *catalog
+	// size is the page size walks start from, shrunk by a page that
+	// failed for its size.
+	size atomic.Int64
 
 	mu    sync.Mutex
 	ident string
@@ -128,7 +132,9 @@ func NewConnector(cfg Config) (*Connector, error) {
 		hc.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Connector{cfg: cfg, http: &hc, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}, nil
+	c := &Connector{cfg: cfg, http: &hc, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}
+	c.size.Store(int64(cfg.PageSize))
+	return c, nil
 }
 
 // Kind implements tracker.Connector.
@@ -158,6 +164,7 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 			timeout: c.cfg.Timeout, limit: c.cfg.MaxResponseBytes,
 		},
 		cat:    c.cat,
+		size:   &c.size,
 		source: source.String(),
 	}
 	c.mu.Lock()
@@ -169,6 +176,11 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 			return nil, err
 		}
 		if err := classify(a); err != nil {
+			if errors.Is(err, tracker.ErrNotFound) {
+				// An unknown project reads as 404, where everything
+				// else of it is a 403 (api/views/project.py:L373-380).
+				return nil, fmt.Errorf("plane: no project %s in workspace %s: %w", c.cfg.Project, c.cfg.Workspace, err)
+			}
 			return nil, err
 		}
 		var p struct {
@@ -192,14 +204,15 @@ type Tracker struct {
 	cfg    Config
 	cl     *client
 	cat    *catalog
+	size   *atomic.Int64
 	source string
 	ident  string
 }
 
 var (
-	_ tracker.Tracker           = (*Tracker)(nil)
-	_ tracker.DescriptionHolder = (*Tracker)(nil)
-	_ tracker.KeyGuard          = (*Tracker)(nil)
+	_ tracker.Tracker             = (*Tracker)(nil)
+	_ tracker.DescriptionComparer = (*Tracker)(nil)
+	_ tracker.KeyGuard            = (*Tracker)(nil)
 )
 
 // uuidRe is the shape of Plane's ids (Django's <uuid:…> converter).
@@ -218,11 +231,6 @@ func (t *Tracker) Source() string { return t.source }
 // Holds implements tracker.Tracker: Plane's five state groups hold every
 // state of the port.
 func (t *Tracker) Holds(s tracker.State) tracker.State { return s }
-
-// HoldsDescription implements tracker.DescriptionHolder: the description
-// an item filed with d reads back as (see Description), so the echo filter
-// compares like with like.
-func (t *Tracker) HoldsDescription(d string) string { return Description(d) }
 
 // GuardsKeys implements tracker.KeyGuard: Plane answers a second work item
 // with the same external_id and external_source with 409 and the existing
@@ -265,7 +273,7 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 	if err := tracker.ValidateKey(key); err != nil {
 		return tracker.Item{}, err
 	}
-	q := url.Values{"external_id": {key}, "external_source": {t.source}}
+	q := url.Values{"external_id": {key}, "external_source": {t.source}, "fields": {itemFields}}
 	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/")+"?"+q.Encode(), nil)
 	if err != nil {
 		return tracker.Item{}, err
@@ -361,7 +369,7 @@ func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 		}
 		return tracker.Item{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
-	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/"), nil)
+	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields="+itemFields, nil)
 	if err != nil {
 		return tracker.Item{}, err
 	}
@@ -495,10 +503,25 @@ func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Co
 	if !uuidRe.MatchString(id) {
 		return tracker.Comment{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
+	// Plane makes a comment on a deleted item, whose row stays until the
+	// hard delete (api/views/issue.py:L1446-1448): the item is read
+	// first, and one that is gone (deleted, or archived, where Plane's web
+	// app takes no comment either) is NotFound.
+	live, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields=id", nil)
+	if err != nil {
+		return tracker.Comment{}, err
+	}
+	if err := classify(live); err != nil {
+		if errors.Is(err, tracker.ErrNotFound) {
+			return tracker.Comment{}, fmt.Errorf("plane: work item %s is deleted or archived: %w", id, tracker.ErrNotFound)
+		}
+		return tracker.Comment{}, err
+	}
 	req := map[string]any{"comment_html": body}
 	if key != "" {
-		req["external_id"] = key
+		req["external_id"] = commentExternalID(key)
 		req["external_source"] = t.source
+		req["comment_html"] = markedBody(key, body)
 	}
 	path := t.projectPath("work-items/" + id + "/comments/")
 	a, err := t.cl.do(ctx, http.MethodPost, path, req)
@@ -550,7 +573,7 @@ func (t *Tracker) toComment(w wireComment, itemID string) tracker.Comment {
 		c.Author = str(w.CreatedBy)
 	}
 	if str(w.ExternalSource) == t.source {
-		c.Key = str(w.ExternalID)
+		c.Key, c.Body = commentKey(str(w.ExternalID), c.Body)
 	}
 	return c
 }
@@ -565,7 +588,7 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 		}
 		return nil, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
 	}
-	rows, err := t.walkNewestFirst(ctx, t.projectPath("work-items/"+id+"/comments/"), "", since, commentRow, false)
+	rows, err := t.walkNewestFirst(ctx, t.projectPath("work-items/"+id+"/comments/"), "", "", since, commentRow, false)
 	if err != nil {
 		return nil, err
 	}
@@ -740,7 +763,14 @@ func (t *Tracker) groupOf(ctx context.Context, id string) (string, error) {
 // labelIDs resolves names to ids, reading the labels again on a miss and
 // creating the ones still missing (a 409 on a name names the label, §5).
 func (t *Tracker) labelIDs(ctx context.Context, names []string, refresh bool) ([]string, error) {
-	names = uniq(names)
+	// Plane trims a label's name (DRF's CharField), so "x " is held as
+	// "x": looked up or created untrimmed, it would never be found, and
+	// its create's 409 lookup fails with a 500 (api/views/issue.py:L923-935).
+	trimmed := make([]string, 0, len(names))
+	for _, n := range names {
+		trimmed = append(trimmed, strings.TrimSpace(n))
+	}
+	names = uniq(trimmed)
 	lookup := func() ([]string, []string) {
 		t.cat.mu.Lock()
 		defer t.cat.mu.Unlock()

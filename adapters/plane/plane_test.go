@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,12 +134,28 @@ func TestWritesAndReads(t *testing.T) {
 			t.Fatalf("link %q", l)
 		}
 	})
-	t.Run("DescriptionsReadBackAsDescriptionPredicts", func(t *testing.T) {
+	t.Run("DescriptionsReadBackAsPlaneStoresThemAndCompareAsTheSame", func(t *testing.T) {
 		e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
-		for i, d := range []string{"", "  ", "hello", "a & b < c", "<p>one</p><p>two</p>", "<b>x</b> tail", "text <em>x</em>", "<p>unclosed"} {
-			it := must(e.tr.Create(ctx, "d"+string(rune('a'+i)), tracker.Draft{Title: "x", Description: d}))(t)
-			if want := plane.Description(d); it.Description != want || e.tr.HoldsDescription(d) != want {
-				t.Errorf("description %q reads back %q, Description says %q", d, it.Description, want)
+		for i, d := range planeemu.DescriptionCorpus {
+			stored, err := planeemu.NormalizeHTML(sendDescriptionOf(d))
+			if err != nil {
+				// "" and blanks are sent as "<p></p>"; nothing else in
+				// the corpus is refused but markup with no element.
+				if _, err := e.tr.Create(ctx, "bad"+strconv.Itoa(i), tracker.Draft{Title: "x", Description: d}); !errors.Is(err, tracker.ErrRefused) {
+					t.Errorf("description %q: Plane refuses it, the adapter answered %v", d, err)
+				}
+				continue
+			}
+			it := must(e.tr.Create(ctx, "d"+strconv.Itoa(i), tracker.Draft{Title: "x", Description: d}))(t)
+			want := stored
+			if want == "<p></p>" {
+				want = ""
+			}
+			if it.Description != want {
+				t.Errorf("description %q: the create answered %q, Plane stores %q", d, it.Description, want)
+			}
+			if !e.tr.SameDescription(d, it.Description) && !tokenizerDiffers[d] {
+				t.Errorf("description %q: stored as %q, which SameDescription tells apart", d, it.Description)
 			}
 			empty := ""
 			up := must(e.tr.Update(ctx, it.Ref.ID, tracker.Patch{Description: &empty}))(t)
@@ -609,5 +626,56 @@ func TestConnect(t *testing.T) {
 	}
 	if fresh.Kind() != "plane" {
 		t.Fatal(fresh.Kind())
+	}
+}
+
+// sendDescriptionOf is what the adapter sends for d: "<p></p>" for an empty
+// one.
+func sendDescriptionOf(d string) string {
+	if strings.TrimSpace(d) == "" {
+		return "<p></p>"
+	}
+	return d
+}
+
+// tokenizerDiffers are corpus descriptions libxml2 2.9.14 (Debian's lxml
+// 4.9.2, which the emulation follows) tokenizes unlike HTML5: "&amp" without
+// its ';' stays text, "&#0;" is dropped and "&#xZZ;" loses "&#x", "<b</code>"
+// is a <b>. libxml2 2.14.6, under the lxml 6.1.0 Plane pins, tokenizes as
+// HTML5 does, and SameDescription, which parses as HTML5, then matches what
+// Plane stores; against the emulation it can't. relayr records Plane's answer
+// either way, so only a write whose answer never came meets this.
+var tokenizerDiffers = map[string]bool{
+	"a &amp b":                     true,
+	"<code>a<b</code>":             true,
+	"<p>&unknown; &#0; &#xZZ;</p>": true,
+}
+
+// SameDescription tells apart what a sanitizer can't have done: other text,
+// another structure, another allowed attribute or link.
+func TestSameDescription(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"hello", "<p>hello</p>", true},
+		{"<P CLASS='x'>q</P>", `<p class="x">q</p>`, true},
+		{"x<p>y</p>", "<div><p>x</p><p>y</p></div>", true},
+		{"<p>a</p><!-- c -->", "<div><p>a</p></div>", true},
+		{"Error: <nil>", "<p>Error: </p>", true},
+		{`<a href="é x" rel="nofollow" onclick="y()">l</a>`, `<a href="%C3%A9%20x" rel="noopener noreferrer">l</a>`, true},
+		{"<script>x()</script><p>a</p>", "<p>a</p>", true},
+		{"", "<p></p>", true},
+		{"hello", "<p>hello!</p>", false},
+		{"<p>a</p><p>b</p>", "<p>ab</p>", false},
+		{"<b>a</b>", "<i>a</i>", false},
+		{`<p class="x">a</p>`, `<p class="y">a</p>`, false},
+		{`<a href="https://x">l</a>`, `<a href="https://y">l</a>`, false},
+		{"<ul><li>a</li><li>b</li></ul>", "<ul><li>a b</li></ul>", false},
+	} {
+		if got := plane.SameDescription(c.a, c.b); got != c.same {
+			t.Errorf("SameDescription(%q, %q) = %v, want %v (%q vs %q)", c.a, c.b, got, c.same,
+				plane.CanonicalDescription(c.a), plane.CanonicalDescription(c.b))
+		}
 	}
 }

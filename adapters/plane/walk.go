@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -91,12 +92,43 @@ func window(end, size int) (page, perPage int, checked bool) {
 	return page, perPage, true
 }
 
+// itemFields are the work item's fields the adapter reads (wireItem).
+// Plane's list, retrieve and external-id lookup honour ?fields=
+// (api/views/base.py:L156-159, api/serializers/base.py:L28-70): asking for
+// these leaves out description_binary, the web editor's document, which
+// can make a page of edited items pass the response cap, and the
+// assignees, which cost a query per item (api/serializers/issue.py:L290-320).
+const itemFields = "id,name,description_html,state,labels,sequence_id,updated_at,updated_by,archived_at,external_id,external_source,project"
+
+// minPageSize is the smallest page a walk shrinks to.
+const minPageSize = 50
+
+// shrinks reports a page that failed for its size: over the response cap,
+// or not started within the phase timeout. The walk reads it again at half
+// the size, and the tracker keeps the smaller size.
+func (t *Tracker) shrinks(err error, size int) (int, bool) {
+	tooBig := errors.Is(err, errTooLarge) || errors.Is(err, errPhase)
+	if size <= minPageSize || !tooBig {
+		return size, false
+	}
+	size = max(size/2, minPageSize)
+	t.size.Store(int64(size))
+	return size, true
+}
+
+// pageSize is the per_page walks start from: Config.PageSize, or what an
+// earlier walk shrank it to.
+func (t *Tracker) pageSize() int { return int(t.size.Load()) }
+
 // fetch reads one page of a list ordered by orderBy ("" for the endpoint's
-// own order).
-func (t *Tracker) fetch(ctx context.Context, path, orderBy string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
+// own order), with the fields named ("" for all).
+func (t *Tracker) fetch(ctx context.Context, path, orderBy, fields string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
 	u := fmt.Sprintf("%s?per_page=%d&cursor=%d:%d:0", path, perPage, perPage, page)
 	if orderBy != "" {
 		u += "&order_by=" + orderBy
+	}
+	if fields != "" {
+		u += "&fields=" + fields
 	}
 	a, err := t.cl.do(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -124,8 +156,8 @@ func (t *Tracker) fetch(ctx context.Context, path, orderBy string, page, perPage
 // past since, and answers every row read once (the newest reading of each).
 // With recheck, a walk of more than one page reads the first page again at
 // the end: an item changed during the walk moved there, behind the walk.
-func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
-	size := t.cfg.PageSize
+func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
+	size := t.pageSize()
 	seen := map[string]row{}
 	keep := func(rows []row) {
 		for _, r := range rows {
@@ -134,14 +166,21 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 			}
 		}
 	}
-	end, pages, backoffs := 0, 0, 0
+	end, pages, backoffs, need := 0, 0, 0, 0
 	for {
 		page, perPage, checked := 0, size, false
 		if end > 0 {
 			page, perPage, checked = window(end, size)
+			if p, q, ok := reaching(end, size, need); ok && need > 0 {
+				page, perPage = p, q
+			}
 		}
-		rows, more, err := t.fetch(ctx, path, orderBy, page, perPage, rowOf)
+		rows, more, err := t.fetch(ctx, path, orderBy, fields, page, perPage, rowOf)
 		if err != nil {
+			var ok bool
+			if size, ok = t.shrinks(err, size); ok {
+				continue
+			}
 			return nil, err
 		}
 		off := page * perPage
@@ -156,13 +195,14 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 		}
 		keep(rows)
 		pages++
-		end = off + len(rows)
+		end = nextEnd(end, off, rows)
+		need = needNext(need, rows)
 		if !more || len(rows) == 0 || rows[len(rows)-1].at.Before(since) {
 			break
 		}
 	}
 	if recheck && pages > 1 {
-		rows, _, err := t.fetch(ctx, path, orderBy, 0, size, rowOf)
+		rows, _, err := t.fetch(ctx, path, orderBy, fields, 0, size, rowOf)
 		if err != nil {
 			return nil, err
 		}
@@ -174,6 +214,55 @@ func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy string, sin
 	}
 	sortRows(out)
 	return out, nil
+}
+
+// reaching picks a page that starts before end and reads at least need rows
+// past it, when one does.
+func reaching(end, size, need int) (page, perPage int, ok bool) {
+	for q := size; q > need; q-- {
+		if p := (end - 1) / q; p*q+q >= end+need {
+			return p, q, true
+		}
+	}
+	return 0, 0, false
+}
+
+// runAtEnd is how many rows at the end of a page share the last one's time.
+func runAtEnd(rows []row) int {
+	n := 0
+	for i := len(rows) - 1; i >= 0 && rows[i].at.Equal(rows[len(rows)-1].at); i-- {
+		n++
+	}
+	return n
+}
+
+// needNext is how far past its end the next page must read: a page that
+// ended inside a run of equal times (and not on its own first row) is
+// followed by one reading the whole run and a row past it, longer each time
+// the run outlasts the page; 0 once a page ends past its run.
+func needNext(need int, rows []row) int {
+	n := runAtEnd(rows)
+	if n < 2 || n == len(rows) {
+		return 0
+	}
+	return max(need+1, n+1)
+}
+
+// nextEnd is where the next page must reach past: the start of the page's
+// last run of rows sharing one time, so the next page reads that run
+// again whole. Plane orders by one column with no tie-breaker
+// (api/views/issue.py:L394-395), so rows sharing a time may come in
+// another order on the next request, and one could slip behind the page
+// boundary unread. The end still moves past the previous one.
+func nextEnd(prev, off int, rows []row) int {
+	k := len(rows)
+	for k > 1 && rows[k-2].at.Equal(rows[len(rows)-1].at) {
+		k--
+	}
+	if k == len(rows) || k == 1 && len(rows) > 1 && rows[0].at.Equal(rows[len(rows)-1].at) {
+		return off + len(rows)
+	}
+	return max(off+k-1, prev+1)
 }
 
 func sortRows(rows []row) {
@@ -203,7 +292,7 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 	if err := ctx.Err(); err != nil {
 		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
 	}
-	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", q.Since, itemRow, true)
+	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", itemFields, q.Since, itemRow, true)
 	if err != nil {
 		return tracker.Page{}, err
 	}
@@ -228,6 +317,8 @@ type sweepState struct {
 	At   int64    `json:"t,omitempty"` // Unix microseconds
 	IDs  []string `json:"i,omitempty"`
 	Size int      `json:"s"`
+	// Need is how many rows past End the next page must read (needNext).
+	Need int `json:"n,omitempty"`
 }
 
 func (s sweepState) answered(r row) bool {
@@ -257,7 +348,7 @@ func (s sweepState) encode() string {
 
 // sweep answers the next page of a zero-Since walk.
 func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, error) {
-	st, err := decodePage(token, t.cfg.PageSize)
+	st, err := decodePage(token, t.pageSize())
 	if err != nil {
 		return tracker.Page{}, err
 	}
@@ -271,9 +362,16 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		page, perPage, checked := 0, st.Size, false
 		if st.End > 0 {
 			page, perPage, checked = window(st.End, st.Size)
+			if p, q, ok := reaching(st.End, st.Size, st.Need); ok && st.Need > 0 {
+				page, perPage = p, q
+			}
 		}
-		rows, more, err := t.fetch(ctx, path, "updated_at", page, perPage, itemRow)
+		rows, more, err := t.fetch(ctx, path, "updated_at", itemFields, page, perPage, itemRow)
 		if err != nil {
+			var ok bool
+			if st.Size, ok = t.shrinks(err, st.Size); ok {
+				continue
+			}
 			return tracker.Page{}, err
 		}
 		off := page * perPage
@@ -288,7 +386,8 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 			}
 		}
 		sortRows(fresh)
-		st.End = off + len(rows)
+		st.End = nextEnd(st.End, off, rows)
+		st.Need = needNext(st.Need, rows)
 		if len(fresh) > 0 {
 			last := fresh[len(fresh)-1].at.UnixMicro()
 			if last != st.At {
@@ -302,6 +401,14 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		}
 		if len(fresh) == 0 && more && len(rows) > 0 {
 			continue
+		}
+		if off == 0 && len(rows) == 0 {
+			// A project that lists nothing may be archived, which hides
+			// every item (db/models/issue.py:L100) but deletes none: a
+			// sweep answering it empty would take every item for removed.
+			if err := t.checkNotArchived(ctx); err != nil {
+				return tracker.Page{}, err
+			}
 		}
 		items := make([]tracker.Item, 0, len(fresh))
 		for _, r := range fresh {
@@ -317,4 +424,26 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 		}
 		return tracker.Page{Items: items, Next: next}, nil
 	}
+}
+
+// checkNotArchived reads the project, which answers even when archived, with
+// archived_at set (api/views/project.py:L287-380).
+func (t *Tracker) checkNotArchived(ctx context.Context) error {
+	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("")+"?fields=id,archived_at", nil)
+	if err != nil {
+		return err
+	}
+	if err := classify(a); err != nil {
+		return err
+	}
+	var p struct {
+		ArchivedAt *string `json:"archived_at"`
+	}
+	if err := json.Unmarshal(a.body, &p); err != nil {
+		return garbled("project", err)
+	}
+	if p.ArchivedAt != nil && *p.ArchivedAt != "" {
+		return fmt.Errorf("plane: project %s is archived (since %s): its items are hidden, not removed: %w", t.cfg.Project, clip(*p.ArchivedAt), tracker.ErrRefused)
+	}
+	return nil
 }

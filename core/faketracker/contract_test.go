@@ -15,11 +15,16 @@ func TestContract(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		flavour faketracker.Flavour
-	}{{"FakeLikePlane", faketracker.LikePlane}, {"FakeLikeVikunja", faketracker.LikeVikunja}} {
+		opts    []faketracker.Option
+	}{
+		{"FakeLikePlane", faketracker.LikePlane, nil},
+		{"FakeLikeVikunja", faketracker.LikeVikunja, nil},
+		{"FakeLikePlaneSanitizing", faketracker.LikePlane, []faketracker.Option{faketracker.Sanitizing()}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			trackertest.Run(t, func(t *testing.T) trackertest.Harness {
 				clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-				f := faketracker.New(c.flavour, faketracker.WithClock(clk))
+				f := faketracker.New(c.flavour, append([]faketracker.Option{faketracker.WithClock(clk)}, c.opts...)...)
 				h := trackertest.Harness{
 					Tracker: f,
 					Person:  f.Person(),

@@ -90,9 +90,13 @@ type Tracker struct {
 	chaos    *chaos
 	stale    []tracker.Item // answered once by the next Items
 	onCall   []func()
+	sanitize bool           // hold descriptions as a sanitizer rewrites them
 }
 
-var _ tracker.Tracker = (*Tracker)(nil)
+var (
+	_ tracker.Tracker             = (*Tracker)(nil)
+	_ tracker.DescriptionComparer = (*Tracker)(nil)
+)
 
 // OnRequest calls fn at each request the fake stands for (each call of a
 // method of the port), for a test that times them.
@@ -143,6 +147,12 @@ func (t *Tracker) CrashAfterCreate(n int) {
 	t.addFault(MethodCreate, &fault{n: n, crash: true})
 }
 
+// CrashAfterUpdate makes the next n Updates change the item and then fail
+// with ErrUnavailable: the edit landed, its answer never came.
+func (t *Tracker) CrashAfterUpdate(n int) {
+	t.addFault(MethodUpdate, &fault{n: n, crash: true})
+}
+
 func (t *Tracker) addFault(method string, f *fault) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -175,7 +185,7 @@ func (t *Tracker) ResetCalls() {
 }
 
 // enter counts a call and applies its pending fault. It answers whether the
-// call is a create that must crash after filing.
+// call is a create or an update that must crash after it landed.
 func (t *Tracker) enter(ctx context.Context, method string) (crash bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", tracker.ErrUnavailable, err)
@@ -298,7 +308,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	it := &item{key: key, Item: tracker.Item{
 		Ref:         tracker.ItemRef{ID: id, Number: int64(t.next), Name: t.ident + "-" + strconv.Itoa(t.next), Key: key},
 		Title:       d.Title,
-		Description: d.Description,
+		Description: t.held(d.Description),
 		State:       t.Holds(state),
 		Labels:      slices.Clone(d.Labels),
 		UpdatedAt:   t.now(),
@@ -348,7 +358,8 @@ func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 
 // Update implements tracker.Tracker.
 func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
-	if _, err := t.enter(ctx, MethodUpdate); err != nil {
+	crash, err := t.enter(ctx, MethodUpdate)
+	if err != nil {
 		return tracker.Item{}, err
 	}
 	if err := tracker.ValidatePatch(p); err != nil {
@@ -361,6 +372,9 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		return tracker.Item{}, err
 	}
 	t.apply(it, p, "relayr")
+	if crash {
+		return tracker.Item{}, fmt.Errorf("%w: connection dropped after the update", tracker.ErrUnavailable)
+	}
 	return t.copyOf(it), nil
 }
 
@@ -369,7 +383,7 @@ func (t *Tracker) apply(it *item, p tracker.Patch, by string) {
 		it.Title = *p.Title
 	}
 	if p.Description != nil {
-		it.Description = *p.Description
+		it.Description = t.held(*p.Description)
 	}
 	if p.State != nil {
 		it.State = t.Holds(*p.State)

@@ -57,6 +57,12 @@ type option func(*env)
 func withFlavour(f faketracker.Flavour) option {
 	return func(e *env) { e.fake = faketracker.New(f) }
 }
+
+// withSanitizing makes the fake Plane-like and sanitizing: it rewrites the
+// descriptions it holds, and compares them as Plane's adapter does.
+func withSanitizing() option {
+	return func(e *env) { e.fake = faketracker.New(faketracker.LikePlane, faketracker.Sanitizing()) }
+}
 func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t } }
 func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
 func withOptions(o follow.Options) option { return func(e *env) { e.cfg.Options = o } }
@@ -222,6 +228,12 @@ func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, er
 	r.queries = append(r.queries, query{at: time.Now(), q: q})
 	r.mu.Unlock()
 	return r.Tracker.Items(ctx, q)
+}
+
+// SameDescription passes the fake's comparison through
+// (tracker.DescriptionComparer).
+func (r *recorder) SameDescription(set, held string) bool {
+	return tracker.SameDescription(r.Tracker, set, held)
 }
 
 // first answers the first query of each read (each poll's, and each

@@ -544,8 +544,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		// echoes it reads (ADR-0036: "The first read of a binding
 		// consumes them too").
 		for _, field := range Fields {
-			if cur := writes.Canonical(field, it); ledger.IsPending(values[field], cur) {
-				consume[field] = cur
+			if v, ok := echo(r.tr, field, values[field], writes.Canonical(field, it)); ok {
+				consume[field] = v
 			}
 		}
 		since := r.f.b.Since
@@ -570,8 +570,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			// holding the value recorded for it is an echo, and the
 			// recorded value is consumed, so a person who later sets that
 			// value again is published (ADR-0036).
-			if ledger.IsPending(values[field], cur) {
-				consume[field] = cur
+			if v, ok := echo(r.tr, field, values[field], cur); ok {
+				consume[field] = v
 				if old != cur {
 					relayrs = true
 					fs.m.Add(metrics.Echoes, 1, r.labels())

@@ -39,6 +39,8 @@ func TestTrackerFollower(t *testing.T) {
 		{"EchoIsDroppedAndConsumed", echoDroppedAndConsumed},
 		{"FirstReadConsumesEchoes", firstReadConsumesEchoes},
 		{"AnEditReadBackWhileTheNextIsOnItsWayIsAnEcho", echoWhileNextEditOnItsWay},
+		{"ADescriptionTheTrackerRewroteIsAnEchoByItsAnswer", rewrittenDescriptionEcho},
+		{"ADescriptionWhoseAnswerNeverCameIsAnEchoByTheTrackersComparison", unansweredDescriptionEcho},
 		{"ClaimedKeysItemIsNotPublishedAsCreated", claimedNotCreated},
 		{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
 		{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},

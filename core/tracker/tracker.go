@@ -360,3 +360,28 @@ func Sent(ctx context.Context) {
 		t.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 }
+
+// DescriptionComparer is implemented by a Tracker that rewrites descriptions
+// in ways relayr cannot predict byte for byte (Plane sanitizes
+// description_html: lxml rewrites the markup, nh3 drops what its allow-list
+// doesn't hold and adds rel to links). SameDescription reports whether held,
+// a description read back, is set, one relayr set, as the tracker holds it:
+// the two differ only by what the tracker's rewriting does. The echo filter
+// and edits compare descriptions with it where equality would miss
+// (ADR-0036: echoes dropped by value). It must be reflexive, and false for
+// descriptions whose text differs.
+type DescriptionComparer interface {
+	SameDescription(set, held string) bool
+}
+
+// SameDescription compares a description relayr set with one read back, as
+// t holds them: by t's DescriptionComparer where it has one, else equal.
+func SameDescription(t Tracker, set, held string) bool {
+	if set == held {
+		return true
+	}
+	if c, ok := t.(DescriptionComparer); ok {
+		return c.SameDescription(set, held)
+	}
+	return false
+}

@@ -67,7 +67,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		// changes nothing, a retry among them, sends nothing
 		// (certain.go, docs/decisions.md); one that changes something
 		// sends what differs.
-		diff, values = pick(p.Patch, want, func(f string) bool { return certain[f] != want[f] })
+		diff, values = pick(p.Patch, want, func(f string) bool { return !sameValue(tr, f, want[f], certain[f]) })
 		if diff.Empty() {
 			known, err := s.known(ctx, row)
 			if err != nil {
@@ -82,7 +82,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		if err != nil {
 			return tracker.Item{}, err
 		}
-		diff, values = pick(p.Patch, want, func(f string) bool { return Canonical(f, res.Item) != want[f] })
+		diff, values = pick(p.Patch, want, func(f string) bool { return !sameValue(tr, f, want[f], Canonical(f, res.Item)) })
 		if diff.Empty() {
 			// Nothing differs from what the tracker holds: nothing is
 			// sent (ADR-0036: no started sent to a Vikunja task already
@@ -121,7 +121,11 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		}
 		return tracker.Item{}, classify(err)
 	}
-	w.land(ctx, k, row.Ref.ID, values)
+	// What the tracker answered it holds is recorded beside the prediction.
+	if err := s.recordHeld(ctx, k, values, updated); err != nil {
+		return tracker.Item{}, ledgerFailed(err)
+	}
+	w.land(ctx, k, row.Ref.ID, answered(values, updated))
 	updated.Ref = mergeRef(row.Ref, updated.Ref)
 	return updated, nil
 }

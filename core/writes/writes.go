@@ -314,12 +314,12 @@ func (s session) guardsKeys(ctx context.Context) bool {
 // create files the draft under the claim and records it.
 func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
 	var made tracker.Item
-	var filed map[string]string
+	var predicted map[string]string
 	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
 		// Filing records the values it files, as the tracker will hold
 		// them, before it creates the item (ADR-0036: echoes by value).
-		filed = heldValues(t, d)
-		if _, err := s.w.ledger.SetValues(ctx, k, filed); err != nil {
+		predicted = heldValues(t, d)
+		if _, err := s.w.ledger.SetValues(ctx, k, predicted); err != nil {
 			return fmt.Errorf("%w: %w", errLedger, err)
 		}
 		var err error
@@ -344,11 +344,15 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	case err != nil:
 		return Result{}, s.failed(ctx, k, nonce, err)
 	}
+	// What the tracker answered it holds is recorded beside the prediction.
+	if err := s.recordHeld(ctx, k, predicted, made); err != nil {
+		return Result{}, ledgerFailed(err)
+	}
 	res, err := s.record(ctx, wctx, k, nonce, made, Created)
 	if err == nil {
 		s.countWrite(ctx, made.Ref.ID)
 		if res.Item.Ref.ID == made.Ref.ID {
-			s.w.land(ctx, k, made.Ref.ID, filed)
+			s.w.land(ctx, k, made.Ref.ID, answered(predicted, made))
 		}
 	}
 	return res, err

@@ -623,11 +623,14 @@ func guardedKeys(t *testing.T, h Harness, key keyFn) {
 }
 
 // heldDescription: relayr records a description as the tracker will hold it
-// (tracker.DescriptionHolder, or as filed), and the follower compares what it
-// reads back with that record: the two must agree, or relayr's own
-// descriptions come back as people's changes.
+// (tracker.DescriptionHolder, or as filed) and, once a write is answered, as
+// the answer says it holds it; the follower compares what it reads back with
+// those records, as the tracker says (tracker.SameDescription). The answer
+// of a create or an edit is what later reads answer, the prediction is the
+// same as it by the tracker's comparison, and a different text is not: or
+// relayr's own descriptions come back as people's changes.
 func heldDescription(t *testing.T, h Harness, key keyFn) {
-	for i, d := range []string{"A plain line", "<p>Some <b>HTML</b></p>", "Two\nlines"} {
+	for i, d := range []string{"A plain line", "<p>Some <b>HTML</b></p>", "Two\nlines", `See <a href="https://example.com/x">the log</a>`} {
 		want := d
 		if dh, ok := h.Tracker.(tracker.DescriptionHolder); ok {
 			want = dh.HoldsDescription(d)
@@ -637,8 +640,29 @@ func heldDescription(t *testing.T, h Harness, key keyFn) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Description != want {
-			t.Errorf("filed %q, reads back %q, but the tracker says it holds %q", d, got.Description, want)
+		if got.Description != made.Description {
+			t.Errorf("filed %q: Create answered %q, Item reads %q", d, made.Description, got.Description)
+		}
+		if !tracker.SameDescription(h.Tracker, want, got.Description) {
+			t.Errorf("filed %q, reads back %q, which the tracker says is not the %q it holds it as", d, got.Description, want)
+		}
+		if tracker.SameDescription(h.Tracker, "Another text altogether", got.Description) {
+			t.Errorf("filed %q, reads back %q, which the tracker says is the same as another text", d, got.Description)
+		}
+		edited := d + " (edited)"
+		up, err := h.Tracker.Update(ctxOf(t), made.Ref.ID, tracker.Patch{Description: &edited})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := h.Tracker.Item(ctxOf(t), made.Ref.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up.Description != again.Description || !tracker.SameDescription(h.Tracker, edited, again.Description) {
+			t.Errorf("edited to %q: Update answered %q, Item reads %q", edited, up.Description, again.Description)
+		}
+		if tracker.SameDescription(h.Tracker, want, again.Description) {
+			t.Errorf("edited to %q, reads back %q, which the tracker says is still the %q filed", edited, again.Description, want)
 		}
 	}
 }

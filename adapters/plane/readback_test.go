@@ -1,0 +1,124 @@
+package plane_test
+
+import (
+	"log/slog"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/adapters/plane"
+	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
+)
+
+// readBack is the write path and the follower over the emulation, on one
+// fake clock.
+type readBack struct {
+	emu   *planeemu.Server
+	clock *clock.Fake
+	store *memledger.Ledger
+	w     *writes.Writer
+	fs    *follow.Followers
+}
+
+func newReadBack(t *testing.T, opts planeemu.Options) *readBack {
+	t.Helper()
+	c := clock.NewFake(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC))
+	opts.Now = c.Now
+	if opts.RateLimit == 0 {
+		opts.RateLimit = -1
+	}
+	emu := planeemu.New(opts)
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	conn, err := plane.NewConnector(plane.Config{BaseURL: srv.URL, Workspace: emu.Workspace, Project: emu.Project, Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memledger.New()
+	conns := binding.NewConnections(c, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}},
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn})
+	return &readBack{
+		emu: emu, clock: c, store: store,
+		w:  writes.New(writes.Config{Ledger: store, Connections: conns, Clock: c}),
+		fs: follow.New(follow.Config{Ledger: store, Log: store, Connections: conns, Clock: c, Logger: slog.New(slog.DiscardHandler)}),
+	}
+}
+
+func (r *readBack) poll(t *testing.T) {
+	t.Helper()
+	r.clock.Advance(10 * time.Second)
+	if err := r.fs.PollOnce(ctx, "acme", "ops"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *readBack) events(t *testing.T) int {
+	t.Helper()
+	evs, err := r.store.Read(ctx, "acme", "ops", 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		t.Logf("event %s %s", e.Type, e.Data)
+	}
+	return len(evs)
+}
+
+// TestRelayrsDescriptionsAreNotPeoplesChanges: every corpus description,
+// filed and then edited in through relayr, reads back as Plane's sanitizer
+// stored it and is dropped as relayr's own write: no event. A person's edit
+// after them is published.
+func TestRelayrsDescriptionsAreNotPeoplesChanges(t *testing.T) {
+	r := newReadBack(t, planeemu.Options{})
+	var ids []string
+	refused := func(d string) bool {
+		// Plane refuses markup with no element (lxml's "Document is
+		// empty"); relayr answers refused and records nothing.
+		_, err := planeemu.NormalizeHTML(sendDescriptionOf(d))
+		return err != nil
+	}
+	for i, d := range planeemu.DescriptionCorpus {
+		if refused(d) {
+			continue
+		}
+		res, err := r.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "filed-" + strconv.Itoa(i),
+			Draft: tracker.Draft{Title: "filed " + strconv.Itoa(i), Description: d}})
+		if err != nil {
+			t.Fatalf("filing %q: %v", d, err)
+		}
+		ids = append(ids, res.Item.Ref.ID)
+	}
+	r.poll(t) // seeds
+	for i, d := range planeemu.DescriptionCorpus {
+		if refused(d) {
+			continue
+		}
+		key := "edited-" + strconv.Itoa(i)
+		if _, err := r.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: key,
+			Draft: tracker.Draft{Title: "edited " + strconv.Itoa(i), Description: "before"}}); err != nil {
+			t.Fatal(err)
+		}
+		r.poll(t)
+		if _, err := r.w.Update(ctx, writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: key, Patch: tracker.Patch{Description: &d}}); err != nil {
+			t.Fatalf("editing in %q: %v", d, err)
+		}
+		r.poll(t)
+		if n := r.events(t); n != 0 {
+			t.Fatalf("editing in %q published %d events, want none", d, n)
+		}
+	}
+	if err := r.emu.Retitle(ids[0], "a person's title"); err != nil {
+		t.Fatal(err)
+	}
+	r.poll(t)
+	if n := r.events(t); n != 1 {
+		t.Fatalf("a person's edit published %d events, want 1", n)
+	}
+}
