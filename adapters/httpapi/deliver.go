@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/follow"
 )
 
 // Headers of a delivery to a subscriber.
@@ -79,6 +80,7 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 			return ctx.Err()
 		}
 		log.Warn("subscriber failed; retrying", "url", s.URL, "event", e.ID, "attempt", attempt, "wait", wait, "err", err)
+		follow.ReportFailure(ctx, err) // the follower's status and metrics say why
 		if err := clock.Sleep(ctx, c, wait); err != nil {
 			return err
 		}
