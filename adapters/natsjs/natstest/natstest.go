@@ -167,7 +167,7 @@ func StartAt(t testing.TB, url string, args ...string) *Server {
 	all := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(dir, "js")}, args...)
 	// The process outlives no test: the cleanup below kills it.
 	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, all...) //nolint:gosec // G204: the machine's server, the test's arguments
-	logf, err := os.Create(filepath.Join(dir, "nats-server.log")) //nolint:gosec // G304: the test's own folder
+	logf, err := os.Create(filepath.Join(dir, "nats-server.log"))               //nolint:gosec // G304: the test's own folder
 	if err != nil {
 		t.Fatal(err)
 	}
