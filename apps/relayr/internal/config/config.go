@@ -165,7 +165,6 @@ type NATSTLS struct {
 // DefaultSubjectPrefix begins a NATS subscription's subjects.
 const DefaultSubjectPrefix = "relayr"
 
-
 // Secret is read from the environment (env = "NAME") or a file (file =
 // "/run/secrets/x"), never written in the configuration itself.
 type Secret struct {
