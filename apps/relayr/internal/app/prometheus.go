@@ -10,8 +10,9 @@ import (
 )
 
 // promLabels are the labels every relayr counter carries in Prometheus; a
-// count that names fewer leaves the rest empty.
-var promLabels = []string{"tenant", "workspace", "tracker"}
+// count that names fewer leaves the rest empty. name is a subscription's,
+// reason a delivery failure's.
+var promLabels = []string{"tenant", "workspace", "tracker", "name", "reason"}
 
 // Prometheus binds core's counters to a Prometheus registry: a counter
 // named relayr.trackers.loops is relayr_trackers_loops_total.

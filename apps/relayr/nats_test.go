@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/relayr-go/relayr/adapters/ledgerpg"
+	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
+	"github.com/relayr-go/relayr/adapters/ledgersqlite"
+	"github.com/relayr-go/relayr/adapters/natsjs/natstest"
+	"github.com/relayr-go/relayr/apps/relayr/internal/app"
+	"github.com/relayr-go/relayr/apps/relayr/internal/chaos"
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
+)
+
+// natsConfig is a configuration with one Plane binding (on the emulation,
+// which a new binding seeds silently) and one NATS subscription on stream
+// under prefix; ledger is its [ledger] table.
+func natsConfig(ledgerTable, planeURL string, plane *planeemu.Server, stream, prefix string) string {
+	return fmt.Sprintf(`listen = "127.0.0.1:0"
+
+%s
+
+[timings]
+lease = "3s"
+poll = "1s"
+shutdown_grace = "1s"
+
+[log]
+level = "info"
+
+[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.plane]
+key = {env = "ACME_PLANE_KEY"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "ops"
+tracker = "plane"
+base_url = %q
+plane_workspace = %q
+project = %q
+identifier = %q
+
+[[subscriptions]]
+tenant = "acme"
+workspace = "ops"
+name = "broker"
+[subscriptions.nats]
+servers = [%q]
+stream = %q
+subject_prefix = %q
+`, ledgerTable, planeURL, plane.Workspace, plane.Project, plane.Identifier, natstest.URL(), stream, prefix)
+}
+
+// appendEvents appends n events to acme/ops's log, as a rule would publish
+// them.
+func appendEvents(t *testing.T, log eventlog.Log, from, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := from; i < from+n; i++ {
+		id := eventlog.DeriveID("nats-test", strconv.Itoa(i))
+		_, _, err := log.Append(context.Background(), eventlog.AppendParams{Publisher: "rules", Event: eventlog.Event{
+			ID: id, Tenant: "acme", Workspace: "ops", Type: "rules:ticket_triaged", Correlation: "run-" + strconv.Itoa(i),
+			Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), At: time.Now(),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// holds waits until the replica's log shows the n-th hold of the test hook:
+// the broker acknowledged and the cursor was not saved.
+func holds(t *testing.T, r *chaos.Replica, n int) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, fmt.Sprintf("%s never held after the ack (hold %d):\n%s", r.Name, n, tail(r.Log.Name(), 30)), func() bool {
+		b, _ := os.ReadFile(r.Log.Name())
+		return strings.Count(string(b), app.HoldLine) >= n
+	})
+}
+
+// exactlyOnceInOrder checks the stream holds each id once, in the log's
+// order, each on its subject with its sequence.
+func exactlyOnceInOrder(t *testing.T, js jetstream.JetStream, stream, prefix string, ids []string) {
+	t.Helper()
+	msgs := natstest.Messages(t, js, stream)
+	if len(msgs) != len(ids) {
+		seen := map[string]int{}
+		for _, m := range msgs {
+			seen[m.Header.Get(jetstream.MsgIDHeader)]++
+		}
+		dups, lost := 0, 0
+		for _, id := range ids {
+			switch seen[id] {
+			case 0:
+				lost++
+			case 1:
+			default:
+				dups += seen[id] - 1
+			}
+		}
+		t.Fatalf("the stream holds %d messages for %d events: %d duplicates, %d lost", len(msgs), len(ids), dups, lost)
+	}
+	for i, m := range msgs {
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != ids[i] || m.Header.Get("Relayr-Seq") != strconv.Itoa(i+1) {
+			t.Fatalf("message %d is %s (seq %s), want %s (seq %d): out of order", i+1, got, m.Header.Get("Relayr-Seq"), ids[i], i+1)
+		}
+		if m.Subject != prefix+".acme.ops.rules.ticket_triaged" {
+			t.Fatalf("message %d's subject %q", i+1, m.Subject)
+		}
+	}
+}
+
+func natsStream(t *testing.T, js jetstream.JetStream) (stream, prefix string) {
+	prefix = natstest.Name("relayrtest")
+	st := natstest.Stream(t, js, jetstream.StreamConfig{Subjects: []string{prefix + ".>"}, Duplicates: 2 * time.Minute})
+	return st.CachedInfo().Config.Name, prefix
+}
+
+func replica(t *testing.T, name, bin, cfg, dir string, env []string) *chaos.Replica {
+	t.Helper()
+	addr, err := chaos.FreeAddr(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &chaos.Replica{Name: name, Bin: bin, Config: cfg, Env: env, Addr: addr, Log: logf}
+	t.Cleanup(func() {
+		_ = r.Kill()
+		if t.Failed() {
+			t.Logf("the end of %s's log:\n%s", name, tail(logf.Name(), 40))
+		}
+		_ = logf.Close()
+	})
+	return r
+}
+
+// TestNATSKilledBetweenPublishAndCursorSave runs the built binary on a
+// SQLite ledger with a NATS subscription, kills it with SIGKILL after the
+// broker acknowledged events and before the cursor was saved (twice), and
+// starts it again: the stream holds every event exactly once, in order.
+func TestNATSKilledBetweenPublishAndCursorSave(t *testing.T) {
+	js := natstest.JetStream(t)
+	stream, prefix := natsStream(t, js)
+	bin := relayrBinary(t)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "relayr.toml")
+	if err := os.WriteFile(cfg, []byte(natsConfig(`[ledger]
+driver = "sqlite"`, ps.URL, plane, stream, prefix)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledgersqlite.Open(t.Context(), filepath.Join(dir, "relayr.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = led.Close() }()
+	ids := appendEvents(t, led, 1, 150)
+	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
+	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+
+	r := replica(t, "relayr", bin, cfg, dir, nil)
+	for life, holdAfter := range []int{20, 130} {
+		r.Env = append(slices.Clone(env), fmt.Sprintf("%s=%d", app.HoldAfterAckEnv, holdAfter))
+		if err := r.Start(t.Context(), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		holds(t, r, life+1)
+		if err := r.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := led.Cursor(t.Context(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := len(natstest.Messages(t, js, stream))
+		// The window was hit: the broker holds events the cursor is not past.
+		if stored != holdAfter || cur.Seq >= int64(holdAfter) {
+			t.Fatalf("life %d: killed with %d events in the stream and the cursor at %d; want %d stored and the cursor before them", life+1, stored, cur.Seq, holdAfter)
+		}
+		t.Logf("life %d: killed after the ack of seq %d, cursor at %d", life+1, holdAfter, cur.Seq)
+	}
+	r.Env = env
+	if err := r.Start(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, appendEvents(t, led, 151, 10)...) // appended while it runs
+	waitUntil(t, 60*time.Second, "the cursor never reached the log's head", func() bool {
+		cur, err := led.Cursor(context.Background(), f)
+		return err == nil && cur.Seq == int64(len(ids))
+	})
+	exactlyOnceInOrder(t, js, stream, prefix, ids)
+}
+
+// TestNATSTwoReplicasTakeTheSubscriptionOver runs two replicas of the built
+// binary on one PostgreSQL ledger; the one holding the subscription's lease
+// is killed after the broker's ack and before the cursor's save, the other
+// takes the lease over and is killed the same way, the first comes back:
+// every event is in the stream exactly once, in order.
+func TestNATSTwoReplicasTakeTheSubscriptionOver(t *testing.T) {
+	js := natstest.JetStream(t)
+	stream, prefix := natsStream(t, js)
+	dsn := chaosDatabase(t)
+	schema := pgtest.Schema(t)
+	bin := relayrBinary(t)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "relayr.toml")
+	if err := os.WriteFile(cfg, []byte(natsConfig(fmt.Sprintf(`[ledger]
+driver = "postgres"
+dsn = {env = "RELAYR_TEST_DSN"}
+schema = %q`, schema), ps.URL, plane, stream, prefix)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledgerpg.Open(t.Context(), dsn, ledgerpg.Options{Schema: schema, Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	ids := appendEvents(t, led, 1, 300)
+	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
+	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key, "RELAYR_TEST_DSN="+dsn)
+	a := replica(t, "replica-a", bin, cfg, dir, append(slices.Clone(env), app.HoldAfterAckEnv+"=40"))
+	b := replica(t, "replica-b", bin, cfg, dir, append(slices.Clone(env), app.HoldAfterAckEnv+"=150"))
+
+	// A takes the subscription and is killed after the ack of seq 40.
+	if err := a.Start(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, a, 1)
+	if err := b.Start(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// B takes the lapsed lease from A's cursor, and is killed after the
+	// ack of seq 150.
+	holds(t, b, 1)
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := led.Cursor(t.Context(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored := len(natstest.Messages(t, js, stream)); stored != 150 || cur.Seq >= 150 {
+		t.Fatalf("B killed with %d events in the stream and the cursor at %d; want 150 and the cursor before them", stored, cur.Seq)
+	}
+	t.Logf("B killed after the ack of seq 150, cursor at %d", cur.Seq)
+	// A comes back, without the hook, and takes the rest over.
+	a.Env = env
+	if err := a.Start(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the cursor never reached the log's head", func() bool {
+		cur, err := led.Cursor(context.Background(), f)
+		return err == nil && cur.Seq == int64(len(ids))
+	})
+	exactlyOnceInOrder(t, js, stream, prefix, ids)
+}
