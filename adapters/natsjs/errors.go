@@ -34,7 +34,7 @@ const (
 
 // ErrStream is what a stream that is missing, or does not fit relayr, is
 // matched with: a configuration to fix, which refuses relayr's start.
-var ErrStream = errors.New("natsjs: the stream does not fit")
+var ErrStream = errors.New("natsjs: stream check failed")
 
 // Classify maps a failure of the client or the broker onto the follower's
 // rules: everything that may pass (a broker down, slow, full or refusing the

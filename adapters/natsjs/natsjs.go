@@ -267,6 +267,16 @@ func (s *Sink) ready(ctx context.Context) (jetstream.JetStream, error) {
 	return s.js, nil
 }
 
+// Check connects and checks the stream now, as the first publish would: an
+// error matching ErrStream says the stream is missing or does not fit; any
+// other is the broker's, classified.
+func (s *Sink) Check(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.ready(ctx)
+	return err
+}
+
 // Close closes the sink's connection, if any.
 func (s *Sink) Close() {
 	s.mu.Lock()
@@ -290,7 +300,9 @@ func Connect(ctx context.Context, t Target, logger *slog.Logger) (*nats.Conn, er
 	}
 	opts = append(opts,
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			logger.Warn("nats disconnected", "stream", t.Stream, "err", err)
+			if err != nil { // nil when the connection was closed on purpose
+				logger.Warn("nats disconnected", "stream", t.Stream, "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			logger.Info("nats reconnected", "stream", t.Stream, "server", nc.ConnectedUrlRedacted())

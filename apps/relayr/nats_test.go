@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
@@ -283,4 +287,126 @@ schema = %q`, schema), ps.URL, plane, stream, prefix)), 0o600); err != nil {
 		return err == nil && cur.Seq == int64(len(ids))
 	})
 	exactlyOnceInOrder(t, js, stream, prefix, ids)
+}
+
+// TestNATSAMissingStreamRefusesTheStart: relayr creates a stream only
+// when configured to; otherwise it refuses to start, saying what to do.
+func TestNATSAMissingStreamRefusesTheStart(t *testing.T) {
+	natstest.JetStream(t)
+	bin := relayrBinary(t)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "relayr.toml")
+	stream := natstest.Name("RELAYR_TEST_")
+	if err := os.WriteFile(cfg, []byte(natsConfig(`[ledger]
+driver = "sqlite"`, ps.URL, plane, stream, "relayr")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", cfg)
+	cmd.Env = append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != exitFail {
+		t.Fatalf("relayr serve with a missing stream: %v\n%s", err, out)
+	}
+	for _, want := range []string{"stream " + stream + " does not exist", "create_stream = true", `relayr.>`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestNATSABrokerDownStopsNothingElse starts relayr while its NATS server
+// is down, beside an HTTP subscription of the same workspace: relayr
+// serves, the HTTP subscriber gets every event, /metrics counts the NATS
+// subscription's failures with their reason; once the broker is up,
+// relayr creates the stream (create_stream) and every event arrives in it
+// once, in order.
+func TestNATSABrokerDownStopsNothingElse(t *testing.T) {
+	natstest.JetStream(t) // the machine's server must exist, as for every NATS test
+	url := natstest.ClosedURL(t)
+	bin := relayrBinary(t)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+	sub := &subscriber{secret: "hook-secret", first: map[string][]eventlog.Event{}, seen: map[string]bool{}}
+	subSrv := httptest.NewServer(sub)
+	defer subSrv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "relayr.toml")
+	text := natsConfig(`operator_token = {env = "OP_TOKEN"}
+
+[ledger]
+driver = "sqlite"`, ps.URL, plane, "RELAYR_EVENTS", "relayr")
+	text = strings.Replace(text, natstest.URL(), url, 1) + "create_stream = true\n" + fmt.Sprintf(`
+[[subscriptions]]
+tenant = "acme"
+workspace = "ops"
+name = "rules"
+url = %q
+secret = {env = "HOOK_SECRET"}
+`, subSrv.URL)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledgersqlite.Open(t.Context(), filepath.Join(dir, "relayr.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = led.Close() }()
+	ids := appendEvents(t, led, 1, 30)
+	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN=op", "HOOK_SECRET=hook-secret")
+	r := replica(t, "relayr", bin, cfg, dir, env)
+	if err := r.Start(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the HTTP subscriber never got every event", func() bool { sub.mu.Lock(); defer sub.mu.Unlock(); return len(sub.seen) == len(ids) })
+	waitUntil(t, 30*time.Second, "/metrics never counted the broker's failures", func() bool {
+		m := metricsText(t, r.URL(), "op")
+		return strings.Contains(m, `relayr_followers_delivery_failures_total{name="broker",reason="unreachable",tenant="acme",tracker="",workspace="ops"}`) &&
+			strings.Contains(m, `relayr_followers_delivered_total{name="rules",reason="",tenant="acme",tracker="",workspace="ops"} 30`)
+	})
+	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
+	if cur, _ := led.Cursor(t.Context(), f); cur.Seq != 0 {
+		t.Fatalf("the NATS subscription's cursor moved to %d with its broker down", cur.Seq)
+	}
+	natstest.StartAt(t, url)
+	waitUntil(t, 60*time.Second, "the NATS subscription never caught up", func() bool {
+		cur, err := led.Cursor(context.Background(), f)
+		return err == nil && cur.Seq == int64(len(ids))
+	})
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(t.Context(), "RELAYR_EVENTS")
+	if err != nil {
+		t.Fatalf("relayr did not create the stream: %v", err)
+	}
+	if c := st.CachedInfo().Config; c.Duplicates < 3*time.Second || len(c.Subjects) != 1 || c.Subjects[0] != "relayr.>" {
+		t.Fatalf("the stream relayr created: %+v", c)
+	}
+	exactlyOnceInOrder(t, js, "RELAYR_EVENTS", "relayr", ids)
+}
+
+func metricsText(t *testing.T, base, token string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
 }

@@ -204,7 +204,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		getenv = os.Getenv
 	}
 	for _, sub := range c.Subscriptions {
-		a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)] = sinkFor(sub, s, o, fopts.LeaseTTL, holder, getenv)
+		a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)] = sinkFor(sub, s, o, t.Lease.Or(follow.DefaultLeaseTTL), holder, getenv)
 	}
 	// A stream that is missing or does not fit refuses the start; a broker
 	// that can't be reached now is the subscription's to retry.
