@@ -373,3 +373,48 @@ func (p *proxy) release() {
 		p.waiting = make(chan struct{})
 	}
 }
+
+// The README's worked example: a durable consumer on the workspace's
+// subjects reads every event once, in order, and carries on where it was.
+func TestADurableConsumerReadsTheEvents(t *testing.T) {
+	js := natstest.JetStream(t)
+	tg := target(t, js, jetstream.StreamConfig{})
+	s := newSink(t, tg, natsjs.SinkOptions{})
+	es := events(5, 1)
+	if n, err := s.PublishBatch(t.Context(), es); n != 5 || err != nil {
+		t.Fatal(n, err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), tg.Stream, jetstream.ConsumerConfig{
+		Durable: "triage", FilterSubject: tg.Prefix + ".acme.ops.>", AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(n int) []string {
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for m := range batch.Messages() {
+			var e eventlog.Event
+			if err := json.Unmarshal(m.Data(), &e); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, e.ID)
+			if err := m.Ack(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ids
+	}
+	got := read(3)
+	got = append(got, read(10)...) // a reader that came back carries on
+	var want []string
+	for _, e := range es {
+		want = append(want, e.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("the consumer read %v, want %v", got, want)
+	}
+}
