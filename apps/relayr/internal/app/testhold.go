@@ -69,12 +69,13 @@ func (h *holdAfterAck) PublishBatch(ctx context.Context, es []eventlog.Event) (i
 		h.acked += n
 		return n, err
 	}
-	n, err := h.BatchSink.PublishBatch(ctx, es[:left])
+	head := es[:left]
+	n, err := h.BatchSink.PublishBatch(ctx, head)
 	h.acked += n
-	if err != nil || n < left {
+	if err != nil || n < len(head) {
 		return n, err
 	}
-	fmt.Fprintf(os.Stderr, "%s %d (seq %d)\n", HoldLine, h.acked, es[left-1].Seq)
+	fmt.Fprintf(os.Stderr, "%s %d (seq %d)\n", HoldLine, h.acked, head[len(head)-1].Seq)
 	<-ctx.Done()
 	return n, ctx.Err()
 }
