@@ -410,3 +410,43 @@ func metricsText(t *testing.T, base, token string) string {
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
 }
+
+// TestCheckReachesEachNATSStream: `relayr check` connects to each NATS
+// subscription's servers and checks its stream as serve would, creating
+// nothing.
+func TestCheckReachesEachNATSStream(t *testing.T) {
+	js := natstest.JetStream(t)
+	stream, prefix := natsStream(t, js)
+	plane := planeemu.New(planeemu.Options{Now: time.Now, RateLimit: -1})
+	ps := httptest.NewServer(plane)
+	defer ps.Close()
+	path := filepath.Join(t.TempDir(), "relayr.toml")
+	write := func(stream string) {
+		if err := os.WriteFile(path, []byte(natsConfig(`[ledger]
+driver = "sqlite"`, ps.URL, plane, stream, prefix)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("ACME_TOKEN", "tok")
+	t.Setenv("ACME_PLANE_KEY", plane.Bot.Key)
+	write(stream)
+	var out strings.Builder
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitOK {
+		t.Fatalf("exit %d with a stream that fits:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "acme/ops/broker") || !strings.Contains(out.String(), "stream "+stream+" fits") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	missing := natstest.Name("RELAYR_TEST_")
+	write(missing)
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitFail {
+		t.Fatalf("exit %d with a missing stream:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "does not exist") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if _, err := js.Stream(t.Context(), missing); err == nil {
+		t.Fatal("relayr check created a stream")
+	}
+}
