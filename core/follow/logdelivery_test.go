@@ -91,7 +91,9 @@ func logRetriesWithBackoff(t *testing.T) {
 
 func logRetryKeepsLease(t *testing.T) {
 	s := newSink()
-	s.setFail(func(eventlog.Event) error { return follow.Retry("stream_full", errors.New("maximum messages exceeded")) })
+	s.setFail(func(eventlog.Event) error {
+		return follow.Retry("stream_full", errors.New("maximum messages exceeded"))
+	})
 	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
 	e.appendN(2, "app:thing")
 	e.follow()
