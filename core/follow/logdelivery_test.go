@@ -185,7 +185,10 @@ func logLeaseLostEndsPublish(t *testing.T) {
 	e.led.setFailHolder("a")
 	e.wait(11 * time.Second) // the renewal at 10 s failed
 	select {
-	case <-s.ended:
+	case err := <-s.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the sink's call ended with %v, want its context cancelled", err)
+		}
 	default:
 		t.Fatal("the sink's call went on after the lease was lost")
 	}
@@ -213,7 +216,7 @@ func (b *batchSink) PublishBatch(ctx context.Context, es []eventlog.Event) (int,
 		n, err = take(es)
 	}
 	for _, e := range es[:n] {
-		if perr := b.sink.Publish(ctx, e); perr != nil {
+		if perr := b.Publish(ctx, e); perr != nil {
 			return 0, perr
 		}
 	}
