@@ -7,19 +7,21 @@ GOLANGCI_LINT_VERSION := v2.15.0
 GOBIN := $(shell $(GO) env GOPATH)/bin
 GOLANGCI_LINT := $(GOBIN)/golangci-lint
 
-# The machine's PostgreSQL, unless the caller names another.
+# The machine's PostgreSQL and NATS server, unless the caller names others.
 RELAYR_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export RELAYR_TEST_DATABASE_URL
+RELAYR_TEST_NATS_URL ?= nats://127.0.0.1:4222
+export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone db lint bench demo chaos fuzz fuzz-short relayr clean
+.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr clean
 
 all: test
 
 ## test: vet and race-test every module (the demo and a short chaos run among
 ## the tests), build each alone, check core stands alone, fuzz briefly.
-test: db core-alone vet build-modules race fuzz-short
+test: db nats core-alone vet build-modules race fuzz-short
 
 vet:
 	$(GO) vet work
@@ -58,8 +60,18 @@ lint: $(GOLANGCI_LINT)
 		(cd $$d && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...); \
 	done
 
+## nats: start the machine's NATS server with JetStream when it is down (the
+## natsjs tests and the NATS figures need it).
+nats:
+	@if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && [ -x /usr/sbin/nats-server ]; then \
+		echo "starting nats-server"; mkdir -p /var/lib/nats-server; \
+		start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+			-a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log; \
+		for i in $$(seq 1 30); do (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null && break; sleep 1; done; \
+	fi
+
 ## bench: the figures, the ledgers' and the webhook flood's benchmarks in one run, then the README's table.
-bench: db
+bench: db nats
 	@mkdir -p bin
 	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
 		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./adapters/httpapi ./apps/relayr/internal/figures \

@@ -17,6 +17,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/follow"
 )
 
 // Headers of a delivery to a subscriber.
@@ -104,6 +105,7 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 		}
 		log.Warn("subscriber failed; retrying", "subscription", s.Name, "url", RedactURL(s.URL),
 			"event", e.ID, "attempt", attempt, "wait", wait, "err", err)
+		follow.ReportFailure(ctx, err) // the follower's status and metrics say why
 		if err := clock.Sleep(ctx, c, wait); err != nil {
 			return err
 		}

@@ -11,14 +11,19 @@ import (
 
 // StatusReport is what GET /relayr/v1/status answers: every binding's
 // follower (who holds its lease, its cursor, its last completed poll and
-// lag, whether it is stopped and why) and every tenant key's budget this
-// minute. It names tenants, workspaces and projects, never a secret.
+// lag, whether it is stopped and why), every tenant key's budget this
+// minute, and every subscription's delivery. It names tenants, workspaces,
+// projects and subscriptions, never a secret.
 type StatusReport struct {
 	// Holder is the answering replica's name in the leases.
 	Holder   string                 `json:"holder"`
 	Now      time.Time              `json:"now"`
 	Bindings []follow.BindingStatus `json:"bindings"`
 	Budgets  []budget.KeyStatus     `json:"budgets"`
+	// Subscriptions are the delivery followers (a webhook or a NATS
+	// stream per subscription): their cursor against the log's head,
+	// last delivery and failures.
+	Subscriptions []follow.LogStatus `json:"subscriptions"`
 }
 
 // StatusSource answers the status report (the app's wiring).

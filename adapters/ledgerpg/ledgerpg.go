@@ -921,6 +921,23 @@ func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bo
 	return seq, appended, nil
 }
 
+// Head implements eventlog.Log.
+func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, error) {
+	if validate.Workspace(tenant, workspace) != nil {
+		return 0, eventlog.ErrInvalid
+	}
+	var seq int64
+	err := l.query(ctx, tenant, l.q.headEvent, []any{tenant, workspace}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&seq); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return seq, err
+}
+
 // Read implements eventlog.Log.
 func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
 	if validate.Workspace(tenant, workspace) != nil {

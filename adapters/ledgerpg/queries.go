@@ -7,7 +7,7 @@ type queries struct {
 	lookup, lookupItem, claim, record, release, markDeleted string
 	valuesForUpdate, setValues, countWrite, forgetWrites    string
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
-	followed, ping, appendEvent, readEvents                 string
+	followed, ping, appendEvent, readEvents, headEvent      string
 	tracker, log                                            followerQueries
 }
 
@@ -84,8 +84,9 @@ func newQueries(schema string) queries {
 			SELECT seq, true FROM appended UNION ALL SELECT seq, false FROM existing`),
 		readEvents: s(`SELECT seq, id, type, correlation, data, at FROM {s}.relayr_events
 			WHERE tenant = $1 AND workspace = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
-		tracker: newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
-		log:     newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
+		headEvent: s(`SELECT coalesce(max(seq), 0) FROM {s}.relayr_events WHERE tenant = $1 AND workspace = $2`),
+		tracker:   newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
+		log:       newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
 	}
 }
 

@@ -970,6 +970,19 @@ func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bo
 	return seq, appended, nil
 }
 
+// Head implements eventlog.Log.
+func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, error) {
+	if validate.Workspace(tenant, workspace) != nil {
+		return 0, eventlog.ErrInvalid
+	}
+	var seq int64
+	err := l.read(ctx, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM relayr_events WHERE tenant = ? AND workspace = ?`,
+			tenant, workspace).Scan(&seq)
+	})
+	return seq, err
+}
+
 // Read implements eventlog.Log.
 func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
 	if validate.Workspace(tenant, workspace) != nil {

@@ -7,12 +7,14 @@ import (
 	"io"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
+	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flags("check", "validate the configuration, read its secrets, and reach every bound tracker with its credentials", stderr)
+	fs := flags("check", "validate the configuration, read its secrets, and reach every bound tracker and NATS stream with its credentials", stderr)
 	path := fs.String("config", "relayr.toml", "the configuration file")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -39,6 +41,33 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if failed > 0 {
 		fmt.Fprintf(stdout, "%d of %d bindings failed\n", failed, len(bindings))
+	}
+	// Each NATS subscription's broker, with its credentials, and its stream
+	// as `relayr serve` checks it (never created here).
+	natsFailed := 0
+	for _, sub := range c.Subscriptions {
+		if sub.NATS == nil {
+			continue
+		}
+		name := sub.Tenant + "/" + sub.Workspace + "/" + sub.Name
+		tg := app.NATSTarget(sub, s.NATS[name], c.Timings.Lease.Or(follow.DefaultLeaseTTL), "check")
+		tg.CreateStream = false
+		sink := natsjs.NewSink(tg, natsjs.SinkOptions{})
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := sink.Check(cctx)
+		cancel()
+		sink.Close()
+		if err != nil {
+			natsFailed++
+			fmt.Fprintf(stdout, "  %-24s %-8s FAILED: %v\n", name, "nats", err)
+			continue
+		}
+		fmt.Fprintf(stdout, "  %-24s %-8s reachable, stream %s fits\n", name, "nats", sub.NATS.Stream)
+	}
+	if natsFailed > 0 {
+		fmt.Fprintf(stdout, "%d NATS subscriptions failed\n", natsFailed)
+	}
+	if failed > 0 || natsFailed > 0 {
 		return exitFail
 	}
 	return exitOK

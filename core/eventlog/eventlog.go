@@ -77,6 +77,9 @@ type Log interface {
 	// Read answers up to limit events of a workspace after afterSeq, in
 	// sequence order; a limit below 1 answers none.
 	Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]Event, error)
+	// Head answers the sequence number of a workspace's last event, 0 for
+	// a log nothing was appended to: how far a follower's cursor is behind.
+	Head(ctx context.Context, tenant, workspace string) (int64, error)
 }
 
 // The longest id, and tenant, workspace or type, every log keeps (the

@@ -90,7 +90,7 @@ type Tracker struct {
 	chaos    *chaos
 	stale    []tracker.Item // answered once by the next Items
 	onCall   []func()
-	sanitize bool           // hold descriptions as a sanitizer rewrites them
+	sanitize bool // hold descriptions as a sanitizer rewrites them
 }
 
 var (

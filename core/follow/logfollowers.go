@@ -1,11 +1,13 @@
 package follow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +30,66 @@ type Sink interface {
 	// configuration, not the entry's fault), anything else for a refused
 	// publish or a failure.
 	Publish(ctx context.Context, e eventlog.Event) error
+}
+
+// BatchSink is a Sink that takes several events at once, in order: a broker
+// that acknowledges publishes asynchronously takes a page of them in about
+// the time one takes. The follower saves its cursor after each batch rather
+// than after each event; the ids make a batch read again after a crash
+// publish nothing twice (docs/decisions.md).
+type BatchSink interface {
+	Sink
+	// PublishBatch publishes es in order, each keyed by its ID as Publish
+	// does, and answers how many of them, from the first, the sink took
+	// before the first it did not, with that failure. A later event is
+	// never taken before an earlier one.
+	PublishBatch(ctx context.Context, es []eventlog.Event) (int, error)
+}
+
+// ErrRetry is what a sink's failure matches when it passes (a broker or a
+// subscriber down, slow, full, or refusing the credentials for now): the
+// follower counts it, says why in its status, and publishes again from its
+// cursor after a backoff, holding its lease, skipping nothing. Any other
+// failure stops the follower (ADR-0015).
+var ErrRetry = errors.New("follow: the sink failed for now; retrying")
+
+// RetryError is a sink's failure that passes, with a short reason for the
+// metrics (unreachable, timeout, stream_full, …). It matches ErrRetry.
+type RetryError struct {
+	Reason string
+	Err    error
+}
+
+// Retry marks err as a failure that passes, for reason.
+func Retry(reason string, err error) error { return &RetryError{Reason: reason, Err: err} }
+
+func (e *RetryError) Error() string { return e.Err.Error() }
+
+// Unwrap answers the failure.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// Is makes a RetryError match ErrRetry.
+func (e *RetryError) Is(target error) bool { return target == ErrRetry }
+
+// reasonOf is a failure's reason for the metrics.
+func reasonOf(err error) string {
+	var r *RetryError
+	if errors.As(err, &r) && r.Reason != "" {
+		return r.Reason
+	}
+	return "failed"
+}
+
+type reporterKey struct{}
+
+// ReportFailure tells the log follower whose Publish call ctx belongs to
+// that an attempt failed and that the sink tries again itself (the HTTP
+// subscriber retries internally): the follower's status and metrics say
+// why. Outside a follower's call it does nothing.
+func ReportFailure(ctx context.Context, err error) {
+	if report, ok := ctx.Value(reporterKey{}).(func(error)); ok && err != nil {
+		report(err)
+	}
 }
 
 // ErrUnknownType says the sink does not accept an event's type. A sink answers
@@ -82,7 +144,65 @@ type LogFollowers struct {
 	cancel  context.CancelFunc
 	running map[ledger.Follower]*logFollower
 	stopped map[ledger.Follower]error
+	states  map[ledger.Follower]*logState
 	wg      sync.WaitGroup
+}
+
+// LogState is what a log follower is doing.
+type LogState string
+
+// A log follower's states.
+const (
+	// LogRunning: it holds its lease and relays.
+	LogRunning LogState = "running"
+	// LogWaiting: another holder has its lease (another replica relays),
+	// or it is taking it.
+	LogWaiting LogState = "waiting"
+	// LogRetrying: its sink failed for now (ErrRetry, or a sink that
+	// retries itself reported a failure); it publishes again from its
+	// cursor.
+	LogRetrying LogState = "retrying"
+	// LogStopped: a failure stopped it (ADR-0015); Stopped says which.
+	LogStopped LogState = "stopped"
+)
+
+// LogStatus is what an operator sees of one subscription's log follower:
+// its cursor against its log's head, what it is doing and why. Failures and
+// deliveries are this process's: a replica waiting for the lease knows
+// only the cursor.
+type LogStatus struct {
+	Tenant    string   `json:"tenant"`
+	Workspace string   `json:"workspace"`
+	Name      string   `json:"name"`
+	State     LogState `json:"state"`
+	// Cursor is the last sequence saved as delivered (or bridging
+	// nothing); Head the log's last sequence. Head-Cursor is the lag.
+	Cursor int64 `json:"cursor"`
+	Head   int64 `json:"head"`
+	// LastDelivery is when the sink last took an event.
+	LastDelivery time.Time `json:"last_delivery,omitzero"`
+	// Failures counts the sink's failed attempts in a row; a delivery
+	// sets it back to 0.
+	Failures int `json:"consecutive_failures"`
+	// LastError is the sink's last failure, and LastFailure when it was.
+	LastError   string    `json:"last_error,omitempty"`
+	LastFailure time.Time `json:"last_failure,omitzero"`
+	// RetryAt is when a retrying follower publishes again.
+	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Stopped is why a stopped follower stopped.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// logState is a follower's status as this process knows it, kept across
+// its stops and restarts.
+type logState struct {
+	state        LogState
+	lastDelivery time.Time
+	failures     int
+	lastErr      string
+	lastFailure  time.Time
+	retryAt      time.Time
+	stopped      string
 }
 
 // NewLogFollowers returns log followers; nothing runs before Start or
@@ -100,7 +220,7 @@ func NewLogFollowers(c LogConfig) *LogFollowers {
 	if c.Holder == "" {
 		c.Holder = newHolder()
 	}
-	return &LogFollowers{c: c, opts: c.Options.withDefaults(), running: map[ledger.Follower]*logFollower{}, stopped: map[ledger.Follower]error{}}
+	return &LogFollowers{c: c, opts: c.Options.withDefaults(), running: map[ledger.Follower]*logFollower{}, stopped: map[ledger.Follower]error{}, states: map[ledger.Follower]*logState{}}
 }
 
 func (lf *LogFollowers) base(ctx context.Context) context.Context {
@@ -156,7 +276,13 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 		return
 	}
 	delete(lf.stopped, f)
-	x := &logFollower{lf: lf, f: f, sub: sub, wake: make(chan struct{}, 1)}
+	st := lf.states[f]
+	if st == nil {
+		st = &logState{}
+		lf.states[f] = st
+	}
+	st.state, st.stopped, st.retryAt = LogWaiting, "", time.Time{}
+	x := &logFollower{lf: lf, f: f, sub: sub, wake: make(chan struct{}, 1), st: st}
 	lf.running[f] = x
 	lf.wg.Add(1)
 	go func() {
@@ -166,6 +292,7 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 		delete(lf.running, f)
 		if err != nil {
 			lf.stopped[f] = err
+			x.st.state, x.st.stopped, x.st.retryAt = LogStopped, err.Error(), time.Time{}
 		}
 		lf.mu.Unlock()
 		if err != nil {
@@ -203,6 +330,39 @@ func (lf *LogFollowers) Stop() {
 	lf.wg.Wait()
 }
 
+// Status answers every subscription this process follows, or followed and
+// stopped, sorted by tenant, workspace and name: its state, its cursor
+// against the log's head, its last delivery and its failures. It answers
+// the ledger's or the log's error when the cursors can't be read.
+func (lf *LogFollowers) Status(ctx context.Context) ([]LogStatus, error) {
+	lf.mu.Lock()
+	out := make([]LogStatus, 0, len(lf.states))
+	for f, st := range lf.states {
+		out = append(out, LogStatus{
+			Tenant: f.Tenant, Workspace: f.Workspace, Name: f.Name, State: st.state,
+			LastDelivery: st.lastDelivery, Failures: st.failures, LastError: st.lastErr,
+			LastFailure: st.lastFailure, RetryAt: st.retryAt, Stopped: st.stopped,
+		})
+	}
+	lf.mu.Unlock()
+	slices.SortFunc(out, func(a, b LogStatus) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workspace, b.Workspace), cmp.Compare(a.Name, b.Name))
+	})
+	for i := range out {
+		s := &out[i]
+		cur, err := lf.c.Ledger.Cursor(ctx, ledger.Follower{Kind: ledger.LogFollower, Tenant: s.Tenant, Workspace: s.Workspace, Name: s.Name})
+		if err != nil {
+			return nil, err
+		}
+		head, err := lf.c.Log.Head(ctx, s.Tenant, s.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		s.Cursor, s.Head = cur.Seq, head
+	}
+	return out, nil
+}
+
 // Stopped answers why a log follower stopped (an error matching ErrStopped),
 // or nil when it did not.
 func (lf *LogFollowers) Stopped(f ledger.Follower) error {
@@ -216,21 +376,25 @@ type logFollower struct {
 	f    ledger.Follower
 	sub  Subscription
 	wake chan struct{}
+	st   *logState // guarded by lf.mu
 }
+
+// errLeaseLost says a renewal found another holder, or failed: the follower
+// stops relaying and waits for its lease (ADR-0015).
+var errLeaseLost = errors.New("follow: the lease was lost")
 
 func (x *logFollower) run(ctx context.Context) error {
 	c, o := x.lf.c, x.lf.opts
-	ls := &lease{ledger: c.Ledger, clock: c.Clock, f: x.f, holder: c.Holder, ttl: o.LeaseTTL}
-	defer ls.release(ctx)
-	var nextRenew time.Time
-	var seq int64
-	quiet := 0
+	r := &relaying{x: x, ls: &lease{ledger: c.Ledger, clock: c.Clock, f: x.f, holder: c.Holder, ttl: o.LeaseTTL}}
+	defer r.ls.release(ctx)
+	backoff := o.RetryFirst
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !ls.held() {
-			if err := ls.take(ctx); err != nil {
+		if !r.ls.held() {
+			x.setState(LogWaiting)
+			if err := r.ls.take(ctx); err != nil {
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					c.Logger.Warn("log follower could not take its lease", "name", x.f.Name, "err", err)
 				}
@@ -245,92 +409,290 @@ func (x *logFollower) run(ctx context.Context) error {
 			if err != nil {
 				return x.stop(ctx, err)
 			}
-			seq, quiet, nextRenew = cur.Seq, 0, c.Clock.Now().Add(o.renewEvery())
+			r.seq, r.saved, r.quiet, r.nextRenew = cur.Seq, cur.Seq, 0, c.Clock.Now().Add(o.renewEvery())
+			c.Logger.Info("log follower took its lease", "tenant", x.f.Tenant, "workspace", x.f.Workspace, "name", x.f.Name, "cursor", cur.Seq)
+			x.setState(LogRunning)
 		}
-		entries, err := c.Log.Read(ctx, x.f.Tenant, x.f.Workspace, seq, o.LogBatch)
+		entries, err := c.Log.Read(ctx, x.f.Tenant, x.f.Workspace, r.seq, o.LogBatch)
 		if err != nil {
 			return x.stop(ctx, err) // a storage failure stops the follower
 		}
-		for _, e := range entries {
-			// A follower relays only while its renewal runs: a renewal
-			// that finds another holder, or fails, stops the relaying
-			// (ADR-0015).
-			if !c.Clock.Now().Before(nextRenew) {
-				if err := ls.renew(ctx); err != nil {
-					break
-				}
-				nextRenew = c.Clock.Now().Add(o.renewEvery())
+		err = r.page(ctx, entries)
+		switch {
+		case err == nil:
+			backoff = o.RetryFirst
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errLeaseLost):
+			r.ls.nonce = ""
+			continue
+		case errors.Is(err, ErrRetry):
+			// A sink that fails for now is tried again from the cursor
+			// after a backoff, never skipped and never stopped for it.
+			x.failed(err, c.Clock.Now().Add(backoff))
+			if !r.hold(ctx, backoff) {
+				continue // ctx ended, or the lease was lost while waiting
 			}
-			saved, err := x.relay(ctx, e)
-			if err != nil {
-				return x.stop(ctx, err)
-			}
-			seq = e.Seq
-			quiet++
-			if saved {
-				quiet = 0
-			}
-			// The cursor moves after the publish: after each entry
-			// published or dead-lettered, and after every 500 that bridge
-			// nothing, so a restart reads at most that many again.
-			if saved || quiet >= o.QuietSave {
-				if err := c.Ledger.SaveCursor(ctx, x.f, ledger.Cursor{Seq: seq}); err != nil {
-					return x.stop(ctx, err)
-				}
-				quiet = 0
-			}
+			backoff = min(backoff*2, o.RetryMax)
+			r.seq, r.quiet = r.saved, 0
+			continue
+		default:
+			return x.stop(ctx, err)
 		}
-		if !ls.held() {
+		if !r.ls.held() {
 			continue
 		}
 		if len(entries) == o.LogBatch {
 			continue
 		}
-		wait := nextRenew.Sub(c.Clock.Now())
+		wait := r.nextRenew.Sub(c.Clock.Now())
 		if wait > o.LogPollEvery {
 			wait = o.LogPollEvery
 		}
 		if !x.wait(ctx, wait) {
 			return nil
 		}
-		if !c.Clock.Now().Before(nextRenew) {
-			if err := ls.renew(ctx); err == nil {
-				nextRenew = c.Clock.Now().Add(o.renewEvery())
+		if !c.Clock.Now().Before(r.nextRenew) {
+			if err := r.ls.renew(ctx); err == nil {
+				r.nextRenew = c.Clock.Now().Add(o.renewEvery())
 			}
 		}
 	}
 }
 
-// relay bridges one entry. It answers whether the entry was published or
-// dead-lettered (the cursor is saved after either), or the error that stops
-// the follower.
-func (x *logFollower) relay(ctx context.Context, e eventlog.Event) (bool, error) {
-	c := x.lf.c
-	out, dead := project(x.sub.Projection, e, x.lf.opts.Reserved)
-	if dead != "" {
-		raw, _ := json.Marshal(e)
-		// Dead letters, once per seq (ADR-0015).
-		added, err := c.Ledger.DeadLetter(ctx, ledger.DeadLetter{
-			Follower: x.f, ID: strconv.FormatInt(e.Seq, 10), Seq: e.Seq, Event: raw, Reason: dead, At: c.Clock.Now(),
-		})
-		if err != nil {
-			return false, err
+// relaying is a follower's pass over its log while it holds its lease.
+type relaying struct {
+	x         *logFollower
+	ls        *lease
+	nextRenew time.Time
+	seq       int64 // the last entry handled
+	saved     int64 // the last cursor saved
+	quiet     int   // entries that bridged nothing since the last save
+	pending   []eventlog.Event
+	pendSeq   []int64
+}
+
+// page bridges a page of entries. It answers nil, errLeaseLost, a sink's
+// failure that passes (ErrRetry: the caller reads again from the cursor), or
+// the error that stops the follower.
+func (r *relaying) page(ctx context.Context, entries []eventlog.Event) error {
+	x := r.x
+	c, o := x.lf.c, x.lf.opts
+	batch, _ := x.sub.Sink.(BatchSink)
+	for _, e := range entries {
+		// A follower relays only while its renewal runs: a renewal that
+		// finds another holder, or fails, stops the relaying (ADR-0015).
+		if !c.Clock.Now().Before(r.nextRenew) {
+			if err := r.ls.renew(ctx); err != nil {
+				r.pending, r.pendSeq = nil, nil
+				return errLeaseLost
+			}
+			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
 		}
-		if added {
-			c.Metrics.Add(metrics.LogDeadLetters, 1, metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name})
-			c.Logger.Warn("log entry dead-lettered", "name", x.f.Name, "seq", e.Seq, "reason", dead)
+		out, dead := project(x.sub.Projection, e, o.Reserved)
+		switch {
+		case dead != "":
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+			if err := x.deadLetter(ctx, e, dead); err != nil {
+				return err
+			}
+			r.seq = e.Seq
+			if err := r.save(ctx, e.Seq); err != nil {
+				return err
+			}
+		case out == nil:
+			r.seq = e.Seq
+			r.quiet++
+			// ... and after every 500 that bridge nothing, so a restart
+			// reads at most that many again (ADR-0015).
+			if len(r.pending) == 0 && r.quiet >= o.QuietSave {
+				if err := r.save(ctx, e.Seq); err != nil {
+					return err
+				}
+			}
+		case batch != nil:
+			r.pending = append(r.pending, *out)
+			r.pendSeq = append(r.pendSeq, e.Seq)
+			r.seq = e.Seq
+		default:
+			r.pending, r.pendSeq = []eventlog.Event{*out}, []int64{e.Seq}
+			r.seq = e.Seq
+			// The cursor moves after the publish, after each entry
+			// published (ADR-0015).
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
 		}
-		return true, nil
 	}
-	if out == nil {
-		return false, nil
+	return r.flush(ctx)
+}
+
+// flush publishes what is pending and saves the cursor after what the sink
+// took: every entry handled when it took them all, the last it took when
+// it failed.
+func (r *relaying) flush(ctx context.Context) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	es, seqs := r.pending, r.pendSeq
+	r.pending, r.pendSeq = nil, nil
+	n, err := r.deliver(ctx, es)
+	switch {
+	case err == nil:
+		return r.save(ctx, r.seq)
+	case n > 0:
+		if serr := r.save(ctx, seqs[n-1]); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+func (r *relaying) save(ctx context.Context, seq int64) error {
+	if seq <= r.saved {
+		return nil
+	}
+	if err := r.x.lf.c.Ledger.SaveCursor(ctx, r.x.f, ledger.Cursor{Seq: seq}); err != nil {
+		return err
+	}
+	r.saved, r.quiet = seq, 0
+	return nil
+}
+
+// deliver hands es to the sink and answers how many it took. The lease is
+// renewed while the sink works (a subscriber that retries for minutes, a
+// slow ack), and a renewal that fails ends the sink's call with
+// errLeaseLost: a follower relays only while its renewal runs (ADR-0015).
+func (r *relaying) deliver(ctx context.Context, es []eventlog.Event) (int, error) {
+	x := r.x
+	c, o := x.lf.c, x.lf.opts
+	sctx, cancel := context.WithCancel(context.WithValue(ctx, reporterKey{}, func(err error) { x.failed(err, time.Time{}) }))
+	defer cancel()
+	done, lost := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				lost <- false
+				return
+			case <-c.Clock.After(r.nextRenew.Sub(c.Clock.Now())):
+			}
+			if err := r.ls.renew(ctx); err != nil {
+				cancel()
+				lost <- true
+				return
+			}
+			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+		}
+	}()
+	var (
+		n   int
+		err error
+	)
+	if b, ok := x.sub.Sink.(BatchSink); ok {
+		n, err = b.PublishBatch(sctx, es)
+	} else if err = x.sub.Sink.Publish(sctx, es[0]); err == nil {
+		n = 1
+	}
+	close(done)
+	if n > 0 {
+		x.delivered(n)
+	}
+	if <-lost {
+		return n, errLeaseLost
 	}
 	// A refused publish, a failure, or a type the sink doesn't accept stops
-	// the follower, never dead-letters the entry (ADR-0015).
-	if err := x.sub.Sink.Publish(ctx, *out); err != nil {
-		return false, err
+	// the follower, never dead-letters the entry (ADR-0015); a failure that
+	// passes (ErrRetry) is tried again from the cursor.
+	return n, err
+}
+
+// hold waits d while keeping the lease. It answers false when ctx ended or
+// the lease was lost.
+func (r *relaying) hold(ctx context.Context, d time.Duration) bool {
+	c, o := r.x.lf.c, r.x.lf.opts
+	until := c.Clock.Now().Add(d)
+	for {
+		now := c.Clock.Now()
+		if !now.Before(until) {
+			return true
+		}
+		step := min(until.Sub(now), r.nextRenew.Sub(now))
+		if step > 0 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-c.Clock.After(step):
+			}
+		}
+		if !c.Clock.Now().Before(r.nextRenew) {
+			if err := r.ls.renew(ctx); err != nil {
+				return false
+			}
+			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+		}
 	}
-	return true, nil
+}
+
+// deadLetter records an entry the projection refused, once per seq
+// (ADR-0015).
+func (x *logFollower) deadLetter(ctx context.Context, e eventlog.Event, reason string) error {
+	c := x.lf.c
+	raw, _ := json.Marshal(e)
+	added, err := c.Ledger.DeadLetter(ctx, ledger.DeadLetter{
+		Follower: x.f, ID: strconv.FormatInt(e.Seq, 10), Seq: e.Seq, Event: raw, Reason: reason, At: c.Clock.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	if added {
+		c.Metrics.Add(metrics.LogDeadLetters, 1, metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name})
+		c.Logger.Warn("log entry dead-lettered", "name", x.f.Name, "seq", e.Seq, "reason", reason)
+	}
+	return nil
+}
+
+func (x *logFollower) setState(s LogState) {
+	x.lf.mu.Lock()
+	defer x.lf.mu.Unlock()
+	x.st.state, x.st.retryAt = s, time.Time{}
+}
+
+// delivered records that the sink took n events.
+func (x *logFollower) delivered(n int) {
+	c := x.lf.c
+	x.lf.mu.Lock()
+	recovered := x.st.failures
+	x.st.lastDelivery, x.st.failures, x.st.state, x.st.retryAt = c.Clock.Now(), 0, LogRunning, time.Time{}
+	x.lf.mu.Unlock()
+	c.Metrics.Add(metrics.Delivered, float64(n), metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name})
+	if recovered > 0 {
+		c.Logger.Info("log follower's sink recovered", "tenant", x.f.Tenant, "workspace", x.f.Workspace, "name", x.f.Name, "failures", recovered)
+	}
+	c.Logger.Debug("log follower delivered", "tenant", x.f.Tenant, "workspace", x.f.Workspace, "name", x.f.Name, "events", n)
+}
+
+// failed records a sink's failed attempt: counted, logged, and in the
+// status until a delivery. retryAt is when the follower tries again, zero
+// when the sink retries itself.
+func (x *logFollower) failed(err error, retryAt time.Time) {
+	c := x.lf.c
+	reason := reasonOf(err)
+	x.lf.mu.Lock()
+	x.st.failures++
+	n := x.st.failures
+	x.st.state, x.st.lastErr, x.st.lastFailure, x.st.retryAt = LogRetrying, err.Error(), c.Clock.Now(), retryAt
+	x.lf.mu.Unlock()
+	c.Metrics.Add(metrics.DeliveryFailures, 1, metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name, "reason": reason})
+	if retryAt.IsZero() {
+		c.Logger.Warn("log follower's sink failed; the sink retries", "tenant", x.f.Tenant, "workspace", x.f.Workspace,
+			"name", x.f.Name, "reason", reason, "failures", n, "err", err)
+		return
+	}
+	c.Logger.Warn("log follower's sink failed; retrying from its cursor", "tenant", x.f.Tenant, "workspace", x.f.Workspace,
+		"name", x.f.Name, "reason", reason, "failures", n, "retry_at", retryAt, "err", err)
 }
 
 func (x *logFollower) stop(ctx context.Context, err error) error {

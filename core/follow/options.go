@@ -50,6 +50,12 @@ const (
 	// DefaultQuietSave: a log follower saves its cursor after every 500
 	// entries that bridge nothing (ADR-0015).
 	DefaultQuietSave = 500
+	// DefaultRetryFirst and DefaultRetryMax: a log follower whose sink
+	// fails for a while (ErrRetry) tries again from its cursor after a
+	// second, doubling each time up to five minutes, as the HTTP
+	// subscriber backs off.
+	DefaultRetryFirst = time.Second
+	DefaultRetryMax   = 5 * time.Minute
 )
 
 // Options tune the followers; a zero field takes the seeds' default.
@@ -95,6 +101,10 @@ type Options struct {
 	// QuietSave is after how many entries that bridge nothing a log
 	// follower saves its cursor.
 	QuietSave int
+	// RetryFirst is a log follower's first wait after its sink failed
+	// with ErrRetry; each failure in a row doubles it, up to RetryMax.
+	RetryFirst time.Duration
+	RetryMax   time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -114,6 +124,8 @@ func (o Options) withDefaults() Options {
 	def(&o.SettleAfter, DefaultSettleAfter)
 	def(&o.MaxJitter, DefaultMaxJitter)
 	def(&o.LogPollEvery, DefaultLogPollEvery)
+	def(&o.RetryFirst, DefaultRetryFirst)
+	def(&o.RetryMax, DefaultRetryMax)
 	if o.Jitter == nil {
 		o.Jitter = func(max time.Duration) time.Duration {
 			if max <= 0 {

@@ -24,6 +24,13 @@ const (
 	FollowersStopped = "relayr.followers.stopped"
 	// LogDeadLetters counts log entries dead-lettered by log followers.
 	LogDeadLetters = "relayr.followers.dead_letters"
+	// Delivered counts events a log follower's sink took (a subscriber's
+	// 2xx, a broker's ack), by tenant, workspace and subscription name.
+	Delivered = "relayr.followers.delivered"
+	// DeliveryFailures counts a sink's failed attempts, by tenant,
+	// workspace, subscription name and reason (unreachable, timeout,
+	// no_responders, stream_full, unauthorized, …).
+	DeliveryFailures = "relayr.followers.delivery_failures"
 	// Writes counts writes sent to trackers.
 	Writes = "relayr.trackers.writes"
 	// Published counts tracker events appended to the log.

@@ -38,6 +38,7 @@ var cases = []struct {
 	{"SecondAppendOfAnIDAnswersTheFirstSequence", secondAppendIsANoOp},
 	{"TenantsAndWorkspacesHaveTheirOwnLogs", ownLogs},
 	{"ReadAnswersEventsAfterASequenceWithALimit", readAfter},
+	{"HeadAnswersTheLastSequenceOfAWorkspace", headIsTheLast},
 	{"TrackerNamespaceIsReservedToTheTrackerPublisher", reservedNamespace},
 	{"InvalidEventsAreRefused", invalidEvents},
 	{"QuotesUnicodeAndLargeDataRoundTrip", roundTrip},
@@ -259,5 +260,36 @@ func cancelledContext(t *testing.T, l eventlog.Log) {
 	}
 	if got := read(t, l, "acme", "ops", 0, 10); len(got) != 0 {
 		t.Fatalf("a cancelled append landed: %s", seqs(got))
+	}
+}
+
+func headIsTheLast(t *testing.T, l eventlog.Log) {
+	head := func(tenant, workspace string) int64 {
+		t.Helper()
+		h, err := l.Head(t.Context(), tenant, workspace)
+		if err != nil {
+			t.Fatalf("Head(%s/%s): %v", tenant, workspace, err)
+		}
+		return h
+	}
+	if h := head("acme", "ops"); h != 0 {
+		t.Fatalf("Head of an empty log = %d, want 0", h)
+	}
+	for i := range 3 {
+		appendOK(t, l, event("acme", "ops", fmt.Sprintf("evt_%d", i)))
+	}
+	appendOK(t, l, event("acme", "ops", "evt_0")) // appended once already
+	appendOK(t, l, event("acme", "infra", "evt_x"))
+	if h := head("acme", "ops"); h != 3 {
+		t.Fatalf("Head = %d after three appends and a repeat, want 3", h)
+	}
+	if h := head("acme", "infra"); h != 1 {
+		t.Fatalf("Head of another workspace = %d, want 1", h)
+	}
+	if h := head("other", "ops"); h != 0 {
+		t.Fatalf("Head of another tenant's workspace = %d, want 0", h)
+	}
+	if _, err := l.Head(t.Context(), "", "ops"); !errors.Is(err, eventlog.ErrInvalid) {
+		t.Fatalf("Head without a tenant: %v, want ErrInvalid", err)
 	}
 }

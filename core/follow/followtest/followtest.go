@@ -407,32 +407,42 @@ func pressure(t *testing.T, s Store, limit int) (followed, other *faketracker.Tr
 }
 
 // seen watches the log every second and answers when each event id first
-// showed up in it.
-func seen(t *testing.T, l eventlog.Log, stop <-chan struct{}) (at func(id string) (time.Time, bool)) {
+// showed up in it; the func it answers second stops the watch and waits
+// for it.
+func seen(l eventlog.Log) (at func(id string) (time.Time, bool), stop func()) {
 	var mu sync.Mutex
 	first := map[string]time.Time{}
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		for {
-			for _, e := range readAll(t, l) {
+		defer close(done)
+		for after := int64(0); ; {
+			evs, err := l.Read(context.Background(), tenant, workspace, after, 1000)
+			if err == nil {
 				mu.Lock()
-				if _, ok := first[e.ID]; !ok {
-					first[e.ID] = time.Now()
+				for _, e := range evs {
+					if _, ok := first[e.ID]; !ok {
+						first[e.ID] = time.Now()
+					}
+					after = e.Seq
 				}
 				mu.Unlock()
 			}
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-time.After(time.Second):
 			}
 		}
 	}()
 	return func(id string) (time.Time, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		t, ok := first[id]
-		return t, ok
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			t, ok := first[id]
+			return t, ok
+		}, func() {
+			close(quit)
+			<-done
+		}
 }
 
 // budgetFloor: a rule writes at twice the budget for ten minutes (filings
@@ -458,9 +468,8 @@ func budgetFloor(t *testing.T, s Store) {
 	}
 	p.fs.Start(t.Context())
 	time.Sleep(time.Minute)
-	stop := make(chan struct{})
-	defer close(stop)
-	firstSeen := seen(t, s.Log, stop)
+	firstSeen, stop := seen(s.Log)
+	defer stop()
 
 	// The rule: 80 writes a minute, one in four an edit of its own items.
 	writesDone := make(chan int, 1)

@@ -607,6 +607,21 @@ func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bo
 	return e.Seq, true, nil
 }
 
+// Head implements eventlog.Log.
+func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, error) {
+	if validate.Workspace(tenant, workspace) != nil {
+		return 0, eventlog.ErrInvalid
+	}
+	if err := l.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer l.mu.Unlock()
+	if wl := l.logs[workspaceKey{tenant, workspace}]; wl != nil {
+		return int64(len(wl.events)), nil
+	}
+	return 0, nil
+}
+
 // Read implements eventlog.Log.
 func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
 	if validate.Workspace(tenant, workspace) != nil {

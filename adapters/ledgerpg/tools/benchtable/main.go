@@ -255,11 +255,39 @@ func (r results) ledgerRows() []row {
 	return rows
 }
 
+// natsRows are the JetStream figures (BenchmarkNATS, BenchmarkNATSLatency):
+// events a second from the log into JetStream against a plain publish of
+// the same messages, with one subscription and eight, and the time from
+// the append to the broker's ack.
+func (r results) natsRows() []row {
+	var rows []row
+	for _, subs := range []struct{ name, words string }{{"one", "one subscription"}, {"eight", "eight subscriptions"}} {
+		rel, ok := r.get("NATS/"+subs.name+"/relayr", "events/s")
+		if !ok {
+			continue
+		}
+		against, rat := "–", "–"
+		if dir, ok := r.get("NATS/"+subs.name+"/direct", "events/s"); ok {
+			against, rat = num(dir)+" plain JetStream publishes/s, each acked", ratio(rel, dir)
+		}
+		rows = append(rows, row{"Events/s from the log into NATS JetStream, " + subs.words, num(rel), against, rat})
+	}
+	if p50, ok := r.get("NATSLatency", "ms-p50"); ok {
+		v := num(p50) + " ms"
+		if p99, ok := r.get("NATSLatency", "ms-p99"); ok {
+			v += " (p99 " + num(p99) + " ms)"
+		}
+		rows = append(rows, row{"Append to JetStream ack, median", v, "–", "–"})
+	}
+	return rows
+}
+
 func table(r results) string {
 	var rows []row
 	for _, t := range r.trackers() {
 		rows = append(rows, r.trackerRows(t)...)
 	}
+	rows = append(rows, r.natsRows()...)
 	rows = append(rows, r.ledgerRows()...)
 	if len(rows) == 0 {
 		return ""

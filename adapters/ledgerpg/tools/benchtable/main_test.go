@@ -84,3 +84,26 @@ func TestNumbersReadAsFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestTableSetsTheNATSFiguresBesideAPlainPublish(t *testing.T) {
+	res, err := parse(strings.NewReader(`BenchmarkNATS/one/relayr-2 4 279498688 ns/op 3500 events/s
+BenchmarkNATS/one/relayr-2 4 279498688 ns/op 3600 events/s
+BenchmarkNATS/one/relayr-2 4 279498688 ns/op 3000 events/s
+BenchmarkNATS/one/direct-2 7 168408876 ns/op 6000 events/s
+BenchmarkNATS/eight/relayr-2 1 1179651166 ns/op 6800 events/s
+BenchmarkNATSLatency-2 450 2430677 ns/op 1.96 ms-p50 7.9 ms-p99
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res)
+	for _, w := range []string{
+		"| Events/s from the log into NATS JetStream, one subscription | 3,500 | 6,000 plain JetStream publishes/s, each acked | 0.58 |",
+		"| Events/s from the log into NATS JetStream, eight subscriptions | 6,800 | – | – |",
+		"| Append to JetStream ack, median | 1.96 ms (p99 7.90 ms) | – | – |",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("table lacks %q:\n%s", w, got)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
+	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
@@ -55,11 +56,13 @@ type App struct {
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
 
-	clock     clock.Clock
-	closeDB   func()
-	subs      []config.Subscription
-	subSecret map[string]string
-	delivery  *http.Client
+	clock   clock.Clock
+	closeDB func()
+	subs    []config.Subscription
+	// sinks are the subscriptions' sinks by "<tenant>/<workspace>/<name>",
+	// built once (sinkFor) for the followers Start resumes and those Run
+	// follows.
+	sinks map[string]follow.Sink
 }
 
 // Options are what the caller adds to a configuration: the clock, the
@@ -198,18 +201,26 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	reg.MustRegister(&gauges{fs: fs, bud: bud})
 	a := &App{
 		Config: c, Store: store, Log: log, Conns: conns, Writer: w, Followers: fs, Registry: reg, Logger: o.Logger,
-		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, subSecret: s.Subscriptions,
+		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, sinks: map[string]follow.Sink{},
 	}
-	// Delivery follows no redirect: a 3xx is a failure, retried from the
-	// cursor, and the signed body goes to the configured URL only.
-	a.delivery = &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: httpapi.NoRedirects}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, sub := range c.Subscriptions {
+		a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)] = sinkFor(sub, s, o, t.Lease.Or(follow.DefaultLeaseTTL), holder, getenv)
+	}
+	// A stream that is missing or does not fit refuses the start; a broker
+	// that can't be reached now is the subscription's to retry.
+	if err := a.checkStreams(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Delivery = follow.NewLogFollowers(follow.LogConfig{
 		Ledger: store, Log: log, Clock: o.Clock, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
 		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
-			for _, sub := range a.subs {
-				if sub.Tenant == f.Tenant && sub.Workspace == f.Workspace && sub.Name == f.Name {
-					return follow.Subscription{Sink: a.subscriber(sub)}, nil
-				}
+			if sink, ok := a.sinks[subKey(f.Tenant, f.Workspace, f.Name)]; ok {
+				return follow.Subscription{Sink: sink}, nil
 			}
 			return follow.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
 		},
@@ -222,7 +233,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
 			bs, err := fs.Status(ctx)
-			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: bud.Status()}, err
+			subs, serr := a.Delivery.Status(ctx)
+			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: bud.Status(), Subscriptions: subs}, errors.Join(err, serr)
 		}),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,
@@ -243,7 +255,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	}
 	for _, sub := range a.subs {
 		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: sub.Tenant, Workspace: sub.Workspace, Name: sub.Name}
-		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: a.subscriber(sub)}); err != nil {
+		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)]}); err != nil {
 			a.Logger.Error("delivery", "subscription", sub.Name, "err", err)
 		}
 	}
@@ -282,15 +294,6 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// subscriber is the sink delivering to a subscription, logged by its name.
-func (a *App) subscriber(sub config.Subscription) *httpapi.Subscriber {
-	return &httpapi.Subscriber{
-		Name: sub.Tenant + "/" + sub.Workspace + "/" + sub.Name, URL: sub.URL,
-		Secret: a.subSecret[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name],
-		Client: a.delivery, Clock: a.clock, Logger: a.Logger,
-	}
-}
-
 // notifyDelivery wakes the delivery followers of a workspace when its log
 // grows in this process.
 func (a *App) notifyDelivery(ctx context.Context) {
@@ -317,5 +320,76 @@ func (a *App) notifyDelivery(ctx context.Context) {
 	wg.Wait()
 }
 
-// Close closes the ledger.
-func (a *App) Close() { a.closeDB() }
+// Close closes the subscriptions' connections and the ledger.
+func (a *App) Close() {
+	for _, sink := range a.sinks {
+		if c, ok := sink.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	a.closeDB()
+}
+
+func subKey(tenant, workspace, name string) string { return tenant + "/" + workspace + "/" + name }
+
+// sinkFor builds a subscription's sink, for either kind of target: a signed
+// POST per event to a URL, or a publish per event into a JetStream stream.
+// lease is the followers' lease, the shortest duplicate window a stream may
+// keep.
+func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.Duration, holder string, getenv func(string) string) follow.Sink {
+	key := subKey(sub.Tenant, sub.Workspace, sub.Name)
+	if n := sub.NATS; n != nil {
+		cr := s.NATS[key]
+		var sink follow.Sink = natsjs.NewSink(NATSTarget(sub, cr, lease, holder), natsjs.SinkOptions{Logger: o.Logger})
+		return withTestHold(sink, getenv)
+	}
+	// Delivery follows no redirect: a 3xx is a failure, retried from the
+	// cursor, and the signed body goes to the configured URL only.
+	client := &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: httpapi.NoRedirects}
+	return &httpapi.Subscriber{Name: key, URL: sub.URL, Secret: s.Subscriptions[key], Client: client, Clock: o.Clock, Logger: o.Logger}
+}
+
+// NATSTarget is a NATS subscription's target: its servers, stream and
+// prefix, its credentials, and the lease as the shortest duplicate window.
+func NATSTarget(sub config.Subscription, cr config.NATSCredentials, lease time.Duration, holder string) natsjs.Target {
+	n := sub.NATS
+	return natsjs.Target{
+		Servers: n.Servers, Stream: n.Stream, Prefix: n.SubjectPrefix, CreateStream: n.CreateStream,
+		MinDuplicates: lease,
+		Credentials:   natsjs.Credentials{Creds: cr.Creds, NKeySeed: cr.NKeySeed, Token: cr.Token},
+		TLS:           natsjs.TLS{CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile},
+		Name:          "relayr " + holder + " " + subKey(sub.Tenant, sub.Workspace, sub.Name),
+	}
+}
+
+// checkStreams checks each NATS subscription's stream once at start: one
+// that is missing (and not to be created) or does not fit refuses the
+// start with what to change; a broker that cannot be reached now, or that
+// refuses the credentials, is logged, and the subscription retries from
+// its cursor without holding anything else up.
+func (a *App) checkStreams(ctx context.Context) error {
+	lease := a.Config.Timings.Lease.Or(follow.DefaultLeaseTTL)
+	for _, sub := range a.subs {
+		if sub.NATS == nil {
+			continue
+		}
+		sink, ok := unwrapNATS(a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)])
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := sink.Check(cctx)
+		cancel()
+		switch {
+		case errors.Is(err, natsjs.ErrStream):
+			return fmt.Errorf("subscription %s/%s/%s: %w", sub.Tenant, sub.Workspace, sub.Name, err)
+		case err != nil:
+			a.Logger.Warn("nats not reachable at start; the subscription retries from its cursor",
+				"tenant", sub.Tenant, "workspace", sub.Workspace, "name", sub.Name, "err", err)
+		default:
+			a.Logger.Info("nats stream checked", "tenant", sub.Tenant, "workspace", sub.Workspace, "name", sub.Name,
+				"stream", sub.NATS.Stream, "subjects", sub.NATS.SubjectPrefix+".>", "lease", lease)
+		}
+	}
+	return nil
+}

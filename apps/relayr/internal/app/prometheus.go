@@ -12,8 +12,9 @@ import (
 )
 
 // promLabels are the labels every relayr counter carries in Prometheus; a
-// count that names fewer leaves the rest empty.
-var promLabels = []string{"tenant", "workspace", "tracker", "key"}
+// count that names fewer leaves the rest empty. name is a subscription's,
+// reason a delivery failure's, key a tenant's tracker key.
+var promLabels = []string{"tenant", "workspace", "tracker", "name", "reason", "key"}
 
 // Prometheus binds core's counters to a Prometheus registry: a counter
 // named relayr.trackers.loops is relayr_trackers_loops_total.

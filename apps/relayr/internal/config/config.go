@@ -18,6 +18,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -137,7 +138,8 @@ type Defaults struct {
 	Description string   `toml:"description"`
 }
 
-// Subscription delivers a workspace's events to a URL, signed with a secret.
+// Subscription delivers a workspace's events to a URL, signed with a secret,
+// or into a NATS JetStream stream: it names one of the two.
 type Subscription struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
@@ -147,8 +149,38 @@ type Subscription struct {
 	// AllowInsecureHTTP lets url be plain http:// to a host that is not
 	// loopback; refused otherwise, since the events would cross the
 	// network in the clear.
-	AllowInsecureHTTP bool `toml:"allow_insecure_http"`
+	AllowInsecureHTTP bool  `toml:"allow_insecure_http"`
+	NATS              *NATS `toml:"nats"`
 }
+
+// NATS is a subscription's JetStream target.
+type NATS struct {
+	// Servers are the NATS URLs (nats://host:4222, tls://host:4222).
+	Servers []string `toml:"servers"`
+	// Stream is the JetStream stream.
+	Stream string `toml:"stream"`
+	// SubjectPrefix begins every subject (default "relayr"): events go to
+	// <prefix>.<tenant>.<workspace>.<namespace>.<name>.
+	SubjectPrefix string `toml:"subject_prefix"`
+	// CreateStream lets relayr create a missing stream; otherwise a
+	// missing stream refuses the start.
+	CreateStream bool `toml:"create_stream"`
+	// At most one of: a .creds file's contents, an nkey seed, a token.
+	Creds    Secret  `toml:"creds"`
+	NKeySeed Secret  `toml:"nkey_seed"`
+	Token    Secret  `toml:"token"`
+	TLS      NATSTLS `toml:"tls"`
+}
+
+// NATSTLS names the files of a TLS connection to NATS.
+type NATSTLS struct {
+	CAFile   string `toml:"ca_file"`
+	CertFile string `toml:"cert_file"`
+	KeyFile  string `toml:"key_file"`
+}
+
+// DefaultSubjectPrefix begins a NATS subscription's subjects.
+const DefaultSubjectPrefix = "relayr"
 
 // Secret is read from the environment (env = "NAME") or a file (file =
 // "/run/secrets/x"), never written in the configuration itself.
@@ -393,14 +425,62 @@ func (c *Config) validate() []string {
 			add("%s: configured twice", where)
 		}
 		subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] = true
+		if s.NATS != nil {
+			if s.URL != "" || s.Secret.Set() {
+				add("%s: names both a url and a nats target; a subscription delivers to one", where)
+			}
+			if s.NATS.SubjectPrefix == "" {
+				s.NATS.SubjectPrefix = DefaultSubjectPrefix
+			}
+			checkNATS(s, where, add)
+			continue
+		}
 		if err := checkURL(s.URL, s.AllowInsecureHTTP); err != nil {
-			add("%s: url: %v", where, err)
+			add("%s: url: %v (or name a [subscriptions.nats] target)", where, err)
 		}
 		if !s.Secret.Set() {
 			add("%s: secret must be read from env or file", where)
 		}
 	}
 	return p
+}
+
+func checkNATS(s Subscription, where string, add func(string, ...any)) {
+	n := s.NATS
+	if len(n.Servers) == 0 {
+		add("%s: nats.servers names no server", where)
+	}
+	for _, srv := range n.Servers {
+		u, err := url.Parse(srv)
+		switch {
+		case err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "":
+			add("%s: nats.servers: %q is not a nats:// or tls:// URL", where, srv)
+		case u.User != nil:
+			add("%s: nats.servers: %q carries credentials; read them from creds, nkey_seed or token", where, srv)
+		}
+	}
+	if !natsjs.ValidToken(n.Stream) || strings.ContainsAny(n.Stream, `/\`) {
+		add("%s: nats.stream %q is not a stream name", where, n.Stream)
+	}
+	if !natsjs.ValidPrefix(n.SubjectPrefix) {
+		add("%s: nats.subject_prefix %q is not subject tokens (no '*', '>', spaces or empty tokens)", where, n.SubjectPrefix)
+	}
+	// The tenant and the workspace are tokens of every subject.
+	if !natsjs.ValidToken(s.Tenant) || !natsjs.ValidToken(s.Workspace) {
+		add("%s: %s/%s cannot be NATS subject tokens (no '.', '*', '>' or spaces)", where, s.Tenant, s.Workspace)
+	}
+	creds := 0
+	for _, c := range []Secret{n.Creds, n.NKeySeed, n.Token} {
+		if c.Set() {
+			creds++
+		}
+	}
+	if creds > 1 {
+		add("%s: nats names more than one of creds, nkey_seed and token", where)
+	}
+	if (n.TLS.CertFile == "") != (n.TLS.KeyFile == "") {
+		add("%s: nats.tls needs both cert_file and key_file, or neither", where)
+	}
 }
 
 func known(kind string) bool {
@@ -502,11 +582,20 @@ type Secrets struct {
 	// Subscriptions are the subscriptions' secrets by
 	// "<tenant>/<workspace>/<name>".
 	Subscriptions map[string]string
+	// NATS are the NATS subscriptions' credentials by
+	// "<tenant>/<workspace>/<name>".
+	NATS map[string]NATSCredentials
+}
+
+// NATSCredentials are a NATS subscription's credentials, read: at most one
+// is set.
+type NATSCredentials struct {
+	Creds, NKeySeed, Token string
 }
 
 // ReadSecrets reads every secret and reports every one missing at once.
 func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
-	s := &Secrets{Tokens: map[string]string{}, Trackers: tracker.StaticCredentials{}, Subscriptions: map[string]string{}}
+	s := &Secrets{Tokens: map[string]string{}, Trackers: tracker.StaticCredentials{}, Subscriptions: map[string]string{}, NATS: map[string]NATSCredentials{}}
 	var probs []string
 	read := func(what string, sec Secret) string {
 		v, err := ReadSecret(sec, getenv)
@@ -553,7 +642,22 @@ func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
 		}
 	}
 	for _, sub := range c.Subscriptions {
-		s.Subscriptions[sub.Tenant+"/"+sub.Workspace+"/"+sub.Name] = read("subscription "+sub.Name+" secret", sub.Secret)
+		k := sub.Tenant + "/" + sub.Workspace + "/" + sub.Name
+		if n := sub.NATS; n != nil {
+			var nc NATSCredentials
+			if n.Creds.Set() {
+				nc.Creds = read("subscription "+sub.Name+" nats.creds", n.Creds)
+			}
+			if n.NKeySeed.Set() {
+				nc.NKeySeed = read("subscription "+sub.Name+" nats.nkey_seed", n.NKeySeed)
+			}
+			if n.Token.Set() {
+				nc.Token = read("subscription "+sub.Name+" nats.token", n.Token)
+			}
+			s.NATS[k] = nc
+			continue
+		}
+		s.Subscriptions[k] = read("subscription "+sub.Name+" secret", sub.Secret)
 	}
 	if len(probs) > 0 {
 		return nil, &Error{Path: "secrets", Problems: probs}
