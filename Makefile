@@ -76,6 +76,7 @@ bench: db nats
 	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
 		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./adapters/httpapi ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
+	set -o pipefail; $(GO) test -count=1 -run 'Figure' -v ./core/follow ./adapters/plane | grep FIGURE | tee -a bin/bench.txt
 	$(GO) run ./adapters/ledgerpg/tools/benchtable < bin/bench.txt
 
 ## chaos: the full chaos run: two replicas of the built binary on PostgreSQL

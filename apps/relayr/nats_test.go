@@ -184,7 +184,7 @@ driver = "sqlite"`, ps.URL, plane, stream, prefix)), 0o600); err != nil {
 	defer func() { _ = led.Close() }()
 	ids := appendEvents(t, led, 1, 150)
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
-	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+	env := append(os.Environ(), "ACME_TOKEN="+natsTenantToken, "ACME_PLANE_KEY="+plane.Bot.Key)
 
 	r := replica(t, "relayr", bin, cfg, dir, nil)
 	for life, holdAfter := range []int{20, 130} {
@@ -248,7 +248,7 @@ schema = %q`, schema), ps.URL, plane, stream, prefix)), 0o600); err != nil {
 	defer led.Close()
 	ids := appendEvents(t, led, 1, 300)
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
-	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key, "RELAYR_TEST_DSN="+dsn)
+	env := append(os.Environ(), "ACME_TOKEN="+natsTenantToken, "ACME_PLANE_KEY="+plane.Bot.Key, "RELAYR_TEST_DSN="+dsn)
 	a := replica(t, "replica-a", bin, cfg, dir, append(slices.Clone(env), app.HoldAfterAckEnv+"=40"))
 	b := replica(t, "replica-b", bin, cfg, dir, append(slices.Clone(env), app.HoldAfterAckEnv+"=150"))
 
@@ -305,7 +305,7 @@ driver = "sqlite"`, ps.URL, plane, stream, "relayr")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", cfg)
-	cmd.Env = append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key)
+	cmd.Env = append(os.Environ(), "ACME_TOKEN="+natsTenantToken, "ACME_PLANE_KEY="+plane.Bot.Key)
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != exitFail {
 		t.Fatalf("relayr serve with a missing stream: %v\n%s", err, out)
@@ -356,16 +356,16 @@ secret = {env = "HOOK_SECRET"}
 	}
 	defer func() { _ = led.Close() }()
 	ids := appendEvents(t, led, 1, 30)
-	env := append(os.Environ(), "ACME_TOKEN=tok", "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN=op", "HOOK_SECRET=hook-secret")
+	env := append(os.Environ(), "ACME_TOKEN="+natsTenantToken, "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN="+natsOperatorToken, "HOOK_SECRET=hook-secret")
 	r := replica(t, "relayr", bin, cfg, dir, env)
 	if err := r.Start(t.Context(), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 30*time.Second, "the HTTP subscriber never got every event", func() bool { sub.mu.Lock(); defer sub.mu.Unlock(); return len(sub.seen) == len(ids) })
 	waitUntil(t, 30*time.Second, "/metrics never counted the broker's failures", func() bool {
-		m := metricsText(t, r.URL(), "op")
-		return strings.Contains(m, `relayr_followers_delivery_failures_total{name="broker",reason="unreachable",tenant="acme",tracker="",workspace="ops"}`) &&
-			strings.Contains(m, `relayr_followers_delivered_total{name="rules",reason="",tenant="acme",tracker="",workspace="ops"} 30`)
+		m := metricsText(t, r.URL(), natsOperatorToken)
+		return strings.Contains(m, `relayr_followers_delivery_failures_total{key="",name="broker",reason="unreachable",tenant="acme",tracker="",workspace="ops"}`) &&
+			strings.Contains(m, `relayr_followers_delivered_total{key="",name="rules",reason="",tenant="acme",tracker="",workspace="ops"} 30`)
 	})
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
 	if cur, _ := led.Cursor(t.Context(), f); cur.Seq != 0 {
@@ -427,7 +427,7 @@ driver = "sqlite"`, ps.URL, plane, stream, prefix)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("ACME_TOKEN", "tok")
+	t.Setenv("ACME_TOKEN", natsTenantToken)
 	t.Setenv("ACME_PLANE_KEY", plane.Bot.Key)
 	write(stream)
 	var out strings.Builder
@@ -450,3 +450,10 @@ driver = "sqlite"`, ps.URL, plane, stream, prefix)), 0o600); err != nil {
 		t.Fatal("relayr check created a stream")
 	}
 }
+
+// The tokens the NATS runs' configurations read: 32 bytes, as the
+// configuration asks of a token.
+const (
+	natsTenantToken   = "nats-test-tenant-token-of-32-bytes"
+	natsOperatorToken = "nats-test-operator-token-32-bytes"
+)

@@ -29,14 +29,29 @@ type results map[string]map[string][]float64
 
 var (
 	benchLine = regexp.MustCompile(`^Benchmark(\S+)\s+\d+\s+(.*)$`)
-	procs     = regexp.MustCompile(`-\d+$`)
-	ledger    = regexp.MustCompile(`^(Filing|Floor)/([^/]+)/p(\d+)$`)
+	// figLine is a figure a virtual-time test logs ("FIGURE name value
+	// unit"): the budget's, which no benchmark can time.
+	figLine = regexp.MustCompile(`FIGURE (\S+) (\S+) (\S+)`)
+	procs   = regexp.MustCompile(`-\d+$`)
+	ledger  = regexp.MustCompile(`^(Filing|Floor)/([^/]+)/p(\d+)$`)
 )
 
 func parse(r io.Reader) (results, error) {
 	res := results{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		if m := figLine.FindStringSubmatch(sc.Text()); m != nil {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				return res, fmt.Errorf("figure %s: %q is not a number", m[1], m[2])
+			}
+			name := "Figure/" + m[1]
+			if res[name] == nil {
+				res[name] = map[string][]float64{}
+			}
+			res[name][m[3]] = append(res[name][m[3]], v)
+			continue
+		}
 		m := benchLine.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -208,8 +223,44 @@ func (r results) trackerRows(t string) []row {
 		}
 		rows = append(rows, row{fig, num(v) + " ms", a, rat})
 	}
+	if v, ok := r.get("RetriedFilings/"+t+"/relayr", "requests/retry"); ok {
+		rows = append(rows, row{"Tracker requests per retried filing of a recorded key, " + t, num(v), "1 read (ADR-0033: a recorded item is read before it is returned)", "–"})
+	}
 	if v, ok := r.get("DeletionToFeed/"+t+"/webhook", "ms/deletion"); ok {
 		rows = append(rows, row{"Deletion to feed with a webhook, " + t, num(v) + " ms", "the next daily sweep without one", "–"})
+	}
+	if t == "Plane" {
+		if v, ok := r.get("Figure/plane.deletion_to_feed.median", "s"); ok {
+			fig := "Deletion to feed, Plane (no webhook: a sweep each minute on an idle budget; virtual time)"
+			val := num(v) + " s"
+			if w, ok := r.get("Figure/plane.deletion_to_feed.worst", "s"); ok {
+				val += " (worst " + num(w) + " s)"
+			}
+			rows = append(rows, row{fig, val, "up to 24 h (the daily sweep)", "–"})
+		}
+	}
+	return rows
+}
+
+// budgetRows are the budget's figures, from virtual-time tests (FIGURE
+// lines): the floor's worst gap under writes at twice the budget, how 500
+// bindings' polls spread, and the 429s a start draws from Plane's limit.
+func (r results) budgetRows() []row {
+	var rows []row
+	if v, ok := r.get("Figure/budget.worst_poll_gap", "s"); ok {
+		rows = append(rows, row{"Worst gap between two polls of a binding, 10 bindings, writes at twice the budget for 10 min (virtual time)",
+			num(v) + " s", "30 s interval (polls that take only what writes leave: none)", "–"})
+	}
+	for _, c := range []struct{ unit, words string }{
+		{"budget2000", "budget 2,000 a minute (every 30 s)"},
+		{"budget40", "budget 40 (stretched to one poll each 14 min)"},
+	} {
+		if v, ok := r.get("Figure/budget.polls500.most_per_second."+c.unit, "polls"); ok {
+			rows = append(rows, row{"Most polls in any one second, 500 bindings on one key, " + c.words, count(v), "500 (every binding at once, as before phases)", "–"})
+		}
+	}
+	if v, ok := r.get("Figure/plane.start50.throttled", "429s"); ok {
+		rows = append(rows, row{"429s from Plane's 60 a minute, 50 projects under one key, 15 min from the start (virtual time)", count(v), "–", "–"})
 	}
 	return rows
 }
@@ -287,6 +338,7 @@ func table(r results) string {
 	for _, t := range r.trackers() {
 		rows = append(rows, r.trackerRows(t)...)
 	}
+	rows = append(rows, r.budgetRows()...)
 	rows = append(rows, r.natsRows()...)
 	rows = append(rows, r.ledgerRows()...)
 	if len(rows) == 0 {

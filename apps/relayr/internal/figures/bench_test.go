@@ -19,7 +19,7 @@ import (
 // metric a figure reports is named by its unit, which benchtable reads:
 //
 //	BenchmarkAPIFilings      filings/s, requests/filing, clients
-//	BenchmarkRetriedFilings  duplicates/100filings
+//	BenchmarkRetriedFilings  duplicates/100filings, requests/retry
 //	BenchmarkTrackerRequests requests/change, requests/poll
 //	BenchmarkChangeToFeed    ms/change (webhook), ms/change@<interval> (polling)
 
@@ -104,18 +104,24 @@ func BenchmarkRetriedFilings(b *testing.B) {
 			emu := tr.new(time.Now)
 			s := startService(b, emu, serviceOptions{serve: true})
 			prefix := keyPrefix()
-			n := 0
+			n, retried := 0, 0
 			for b.Loop() {
 				n++
 				key := prefix + strconv.Itoa(n)
 				for attempt, want := range []string{writes.Created, writes.Existing} {
+					before := emu.Requests()
 					how, err := s.ensure(b.Context(), key, prefix)
 					if err != nil || how != want {
 						b.Fatalf("%s, attempt %d: %q %v", key, attempt+1, how, err)
 					}
+					if attempt == 1 {
+						retried += emu.Requests() - before
+					}
 				}
 			}
 			reportDuplicates(b, emu, n)
+			// The retry of a recorded key is answered from the ledger.
+			b.ReportMetric(float64(retried)/float64(n), "requests/retry")
 		})
 		b.Run(tr.name+"/direct", func(b *testing.B) {
 			emu := tr.new(time.Now)
