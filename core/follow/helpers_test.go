@@ -35,21 +35,22 @@ const (
 
 // env is one process's followers over a fake tracker and a memory ledger.
 type env struct {
-	t     *testing.T
-	fake  *faketracker.Tracker
-	rec   *recorder
-	led   *faultLedger
-	mem   *memledger.Ledger
-	log   *faultLog
-	conns *binding.Connections
-	sw    *integrations.Switches
-	m     *metrics.Memory
-	bud   *budget.Budget
-	w     *writes.Writer
-	b     binding.Binding
-	cfg   follow.Config
-	fs    *follow.Followers
-	ctx   context.Context
+	t      *testing.T
+	fake   *faketracker.Tracker
+	rec    *recorder
+	led    *faultLedger
+	mem    *memledger.Ledger
+	log    *faultLog
+	conns  *binding.Connections
+	sw     *integrations.Switches
+	m      *metrics.Memory
+	bud    *budget.Budget
+	w      *writes.Writer
+	b      binding.Binding
+	cfg    follow.Config
+	fs     *follow.Followers
+	ctx    context.Context
+	logger *slog.Logger
 }
 
 type option func(*env)
@@ -66,6 +67,7 @@ func withSanitizing() option {
 func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t } }
 func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
 func withOptions(o follow.Options) option { return func(e *env) { e.cfg.Options = o } }
+func withLogger(l *slog.Logger) option    { return func(e *env) { e.logger = l } }
 func withProjection(p follow.Projection) option {
 	return func(e *env) { e.cfg.Projections = map[string]follow.Projection{tenant + "/" + workspace: p} }
 }
@@ -89,7 +91,10 @@ func newEnv(t *testing.T, opts ...option) *env {
 	e.w = writes.New(writes.Config{Ledger: e.led, Log: e.log, Connections: e.conns, Integrations: e.sw, Budget: e.bud, Metrics: e.m})
 	e.cfg.Ledger, e.cfg.Log, e.cfg.Connections = e.led, e.log, e.conns
 	e.cfg.Integrations, e.cfg.Budget, e.cfg.Metrics = e.sw, e.bud, e.m
-	e.cfg.Logger = slog.New(slog.DiscardHandler)
+	e.cfg.Logger = e.logger
+	if e.cfg.Logger == nil {
+		e.cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	e.cfg.Holder = "replica-a"
 	e.fs = follow.New(e.cfg)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -74,6 +75,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
 		{"IDsAreDerivedAsADR0036Says", idsDerived},
 		{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
+		{"TheLogSaysWhenAFollowerIsLateAndWhenItPollsAgain", logsLateAndRecovered},
 	} {
 		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
 	}
@@ -1072,5 +1074,66 @@ func reopenedAfter(t *testing.T) {
 	e.wantEvents(1)
 	if err := e.fs.Stopped(tenant, workspace); err != nil {
 		t.Fatalf("still stopped: %v", err)
+	}
+}
+
+// records keeps what a follower logs, for a test to read.
+type records struct {
+	mu   sync.Mutex
+	list []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, rec)
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+func (r *records) count(level slog.Level, msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, rec := range r.list {
+		if rec.Level == level && rec.Message == msg {
+			n++
+		}
+	}
+	return n
+}
+
+func logsLateAndRecovered(t *testing.T) {
+	logs := &records{}
+	e := newEnv(t, withLogger(slog.New(logs)))
+	e.start()
+	if n := logs.count(slog.LevelInfo, "tracker follower took its lease"); n != 1 {
+		t.Fatalf("the lease taken was logged %d times at info, want once", n)
+	}
+	if n := logs.count(slog.LevelDebug, "tracker poll"); n == 0 {
+		t.Fatal("no poll was logged at debug")
+	}
+	// The tracker stops answering: no poll completes for three intervals.
+	e.fake.FailNext(faketracker.MethodItems, 6, tracker.ErrUnavailable)
+	e.after(2 * follow.DefaultPollEvery)
+	if n := logs.count(slog.LevelWarn, "tracker follower completed no poll in three intervals"); n != 0 {
+		t.Fatalf("late after two intervals: logged %d times", n)
+	}
+	e.after(2 * follow.DefaultPollEvery)
+	if n := logs.count(slog.LevelWarn, "tracker follower completed no poll in three intervals"); n != 1 {
+		t.Fatalf("a follower late three intervals was warned of %d times, want once", n)
+	}
+	st, err := e.fs.Status(ctx)
+	if err != nil || !st[0].Late || st[0].LastError == "" {
+		t.Fatalf("status %+v, %v: want late, with its last failure", st, err)
+	}
+	e.after(4 * follow.DefaultPollEvery)
+	if n := logs.count(slog.LevelInfo, "tracker follower polls again"); n != 1 {
+		t.Fatalf("the recovery was logged %d times at info, want once", n)
+	}
+	if st, _ := e.fs.Status(ctx); st[0].Late {
+		t.Fatalf("status %+v: still late after polling again", st[0])
 	}
 }
