@@ -483,10 +483,10 @@ func (b *Budget) Observe(key string, err error) {
 		a.limited++
 	}
 	prev, prevWhat := a.streak, a.streakWhat
-	switch {
-	case what == "":
+	switch what {
+	case "":
 		a.streak, a.streakWhat = 0, ""
-	case what == a.streakWhat:
+	case a.streakWhat:
 		a.streak++
 	default:
 		a.streak, a.streakWhat = 1, what

@@ -619,20 +619,6 @@ func budgetStart(t *testing.T, s Store) {
 	t.Logf("requests=%d worst minute=%d interval=%v widest gap=%v", len(sent), worst, stretched, widest)
 }
 
-func notIn(t *testing.T, l eventlog.Log, ids []string) []string {
-	have := map[string]bool{}
-	for _, e := range readAll(t, l) {
-		have[e.ID] = true
-	}
-	var out []string
-	for _, id := range ids {
-		if !have[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // loops: a rule answers every change of an item with a write, and a
 // person's automation in the tracker answers every write with a change. The
 // cap ends it: 20 writes by relayr to the item within the hour, the next one
