@@ -2,12 +2,14 @@ package plane
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
 func TestClassify(t *testing.T) {
@@ -199,4 +201,17 @@ func FuzzNudge(f *testing.F) {
 			t.Fatal("a tampered body verified")
 		}
 	})
+}
+
+// The adapter's copy of Plane's sanitizer allow-list is the emulation's:
+// the adapter may not import the emulation, so the two are held alike
+// here.
+func TestTheAllowListIsTheEmulations(t *testing.T) {
+	tags, generic, perTag := planeemu.AllowList()
+	if !maps.Equal(tags, allowedTags) || !maps.Equal(generic, genericAttrs) {
+		t.Fatal("the adapter's allowed tags or generic attributes differ from the emulation's")
+	}
+	if !maps.EqualFunc(perTag, tagAttrs, func(a, b map[string]bool) bool { return maps.Equal(a, b) }) {
+		t.Fatal("the adapter's per-tag attributes differ from the emulation's")
+	}
 }
