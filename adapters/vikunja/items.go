@@ -64,7 +64,11 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 	}
 	var out []tracker.Item
 	for range maxEmptyPages {
-		v := url.Values{"sort_by": {"updated", "id"}, "order_by": {"asc", "asc"}, "page": {strconv.Itoa(tok.Page)}}
+		// Each task's comments come with it (expand=comments: the first
+		// page of them, and their count), so a poll reads them with no
+		// request of their own while they fit.
+		v := url.Values{"sort_by": {"updated", "id"}, "order_by": {"asc", "asc"}, "page": {strconv.Itoa(tok.Page)},
+			"expand": {"comments", "comment_count"}}
 		if tok.After != nil {
 			v.Set("filter", "updated > "+time.Unix(*tok.After, 0).UTC().Format(time.RFC3339))
 		}
@@ -77,7 +81,9 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 			if s < tok.Second || (s == tok.Second && slices.Contains(tok.Seen, w.ID)) {
 				continue
 			}
-			out = append(out, t.item(w))
+			it := t.item(w)
+			it.Comments = t.inlineComments(w)
+			out = append(out, it)
 		}
 		slices.SortStableFunc(out, func(a, b tracker.Item) int {
 			if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
@@ -115,4 +121,29 @@ func nextToken(tok pageToken, ws []wireTask) pageToken {
 		return pageToken{After: tok.After, Page: tok.Page + 1, Second: last, Seen: seen}
 	}
 	return pageToken{After: &after, Page: 1, Second: last, Seen: seen}
+}
+
+// inlineComments are a listed task's comments, when the list answered all
+// of them (its count matches what it expanded), oldest first; nil when it
+// answered none or only some, which leaves the follower to ask.
+func (t *Tracker) inlineComments(w wireTask) []tracker.Comment {
+	if w.CommentCount == nil || *w.CommentCount != len(w.Comments) {
+		return nil
+	}
+	out := make([]tracker.Comment, 0, len(w.Comments))
+	for _, c := range w.Comments {
+		if c.ID <= 0 {
+			return nil
+		}
+		out = append(out, t.comment(w.ID, c))
+	}
+	slices.SortStableFunc(out, func(a, b tracker.Comment) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		x, _ := strconv.ParseInt(a.ID, 10, 64)
+		y, _ := strconv.ParseInt(b.ID, 10, 64)
+		return cmp.Compare(x, y)
+	})
+	return out
 }

@@ -18,6 +18,10 @@ type wireTask struct {
 	Index       int64       `json:"index"`
 	Labels      []wireLabel `json:"labels"`
 	Updated     time.Time   `json:"updated"`
+	// Comments and CommentCount are answered when a list asks to expand
+	// them: the first comments (MaxPerPage at most) and how many there are.
+	Comments     []wireComment `json:"comments"`
+	CommentCount *int          `json:"comment_count"`
 }
 
 type wireLabel struct {

@@ -130,11 +130,11 @@ func (b *Budget) Limit() int { return b.limit }
 // spread evenly over the limit.
 func (b *Budget) spacing() time.Duration { return Window / time.Duration(b.limit) }
 
-// burst is how far ahead of its spacing the pacer lets requests go, so a
-// poll's page and its few comment reads need not wait for each other: a
-// tenth of the limit's requests back to back.
+// burst is how far ahead of its spacing the pacer lets calls go: a quarter
+// of the limit's back to back (ten at the default 40), well within a
+// tracker's own minute (Plane's 60).
 func (b *Budget) burst() time.Duration {
-	return time.Duration(max(1, b.limit/10)-1) * b.spacing()
+	return time.Duration(max(1, b.limit/4)-1) * b.spacing()
 }
 
 // account answers the key's account, pruned to the window; b.mu is held.
@@ -263,10 +263,12 @@ func (b *Budget) Writing(ctx context.Context, key string) context.Context {
 // ends.
 func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func(), error) {
 	b.mu.Lock()
-	a := b.account(key, b.clock.Now())
+	start := b.clock.Now()
+	a := b.account(key, start)
 	ticket := a.nextTicket
 	a.nextTicket++
 	b.mu.Unlock()
+	blocked := false
 	for {
 		b.mu.Lock()
 		now := b.clock.Now()
@@ -278,11 +280,15 @@ func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func()
 				b.sendRead(a, now)
 				b.advance(a)
 				m := b.reserve(a, key)
+				if blocked {
+					m.waited = now.Sub(start)
+				}
 				b.mu.Unlock()
 				return m.ctx(ctx), m.done, nil
 			}
 		}
 		b.mu.Unlock()
+		blocked = true
 		var after <-chan time.Time
 		if wait > 0 {
 			after = b.clock.After(wait)
@@ -301,6 +307,53 @@ func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func()
 		case <-after:
 		}
 	}
+}
+
+// Continue answers a context for a follower call that goes on a poll the
+// pacer already admitted (its comment reads, its next page), and a func
+// to call when it is done: it waits only for the minute to have room for
+// it, not for the pacer's spacing, so a poll's requests go at the
+// tracker's speed while the starts of polls stay spread. The pacer carries
+// what it sends as debt, which spaces the next poll's start. It fails only
+// when ctx ends.
+func (b *Budget) Continue(ctx context.Context, key string) (context.Context, func(), error) {
+	for {
+		b.mu.Lock()
+		now := b.clock.Now()
+		a := b.account(key, now)
+		wait := time.Duration(0)
+		if room := max(1, b.limit-a.extra-a.reserved); len(a.reads) >= room {
+			wait = a.reads[len(a.reads)-room].Add(Window).Sub(now) + time.Nanosecond
+		}
+		if wait <= 0 {
+			b.sendRead(a, now)
+			m := b.reserve(a, key)
+			b.mu.Unlock()
+			return m.ctx(ctx), m.done, nil
+		}
+		b.mu.Unlock()
+		if err := clock.Sleep(ctx, b.clock, wait); err != nil {
+			return ctx, func() {}, err
+		}
+	}
+}
+
+// ContinueSpare is Continue for a call that takes only what the minute
+// spares (Spare's, or with idle Idle's, rule): it answers false, counting
+// the refusal as Spare does, when the minute spares nothing.
+func (b *Budget) ContinueSpare(ctx context.Context, key string, idle bool) (context.Context, func(), bool) {
+	keep := 0
+	if idle {
+		keep = b.limit / 2
+	}
+	b.mu.Lock()
+	ok := b.hasSpare(key, b.clock.Now(), keep)
+	b.mu.Unlock()
+	if !ok {
+		return ctx, func() {}, false
+	}
+	ctx, done, err := b.Continue(ctx, key)
+	return ctx, done, err == nil
 }
 
 // reserve makes the meter of a follower call just admitted, reserving
@@ -325,11 +378,11 @@ func (b *Budget) advance(a *account) {
 }
 
 // Spare answers a context whose requests count as the followers' (and a
-// func to call when the call is done, as Floor's), when the
-// key has a request to spare: the minute's writes and reads leave one, the
-// reads leave room for the floor's polls to come, and the pacer allows it
-// now. It answers false, and counts the refusal, when not (ADR-0036: "polls
-// take only what is left").
+// func to call when the call is done, as Floor's), when the key has a
+// request to spare: the minute's writes and reads leave one, and the reads
+// leave room for the floor's polls to come. It then waits for the pacer, in
+// turn with the floor. It answers false, and counts the refusal, when the
+// minute spares nothing (ADR-0036: "polls take only what is left").
 func (b *Budget) Spare(ctx context.Context, key string) (context.Context, func(), bool) {
 	return b.spare(ctx, key, 0)
 }
@@ -344,28 +397,42 @@ func (b *Budget) Idle(ctx context.Context, key string) (context.Context, func(),
 
 func (b *Budget) spare(ctx context.Context, key string, keep int) (context.Context, func(), bool) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	if !b.takeSpare(key, now, keep) {
+	ok := b.hasSpare(key, b.clock.Now(), keep)
+	b.mu.Unlock()
+	if !ok {
 		return ctx, func() {}, false
 	}
-	m := b.reserve(b.account(key, now), key)
-	return m.ctx(ctx), m.done, true
+	// What the minute spares goes through the pacer in turn with the
+	// floor's requests, so it never bursts.
+	ctx, done, err := b.Floor(ctx, key)
+	if err != nil {
+		return ctx, done, false
+	}
+	return ctx, done, true
 }
 
-// takeSpare takes one spare request for key, leaving keep of the limit
-// untouched; b.mu is held.
-func (b *Budget) takeSpare(key string, now time.Time, keep int) bool {
+// hasSpare reports whether the key's minute spares a request, leaving keep
+// of the limit untouched, and counts the refusal when it does not; b.mu is
+// held.
+func (b *Budget) hasSpare(key string, now time.Time, keep int) bool {
 	a := b.account(key, now)
 	reserve := int(a.floorNeed() + 0.999)
 	room := b.limit - keep - a.reserved - a.extra
-	// The floor's queue goes first: nothing is spare while a poll waits.
-	queued := a.serving != a.nextTicket
-	if queued || len(a.writes)+len(a.reads) >= room || len(a.reads)+reserve >= room || b.paced(a, now) > 0 {
+	if len(a.writes)+len(a.reads) >= room || len(a.reads)+reserve >= room {
 		if keep == 0 {
 			a.spareDenied++
 			b.m.Add(metrics.SpareRefused, 1, metrics.Labels{"key": key})
 		}
+		return false
+	}
+	return true
+}
+
+// takeSpare takes one spare request for key now, when the minute spares
+// one and the pacer allows it now; b.mu is held.
+func (b *Budget) takeSpare(key string, now time.Time, keep int) bool {
+	a := b.account(key, now)
+	if a.serving != a.nextTicket || b.paced(a, now) > 0 || !b.hasSpare(key, now, keep) {
 		return false
 	}
 	b.sendRead(a, now)
@@ -415,6 +482,22 @@ type meter struct {
 	prepaid atomic.Int32
 	debt    int // requests beyond the prepaid, under b.mu
 	reserve int // what it reserved and has not sent yet, under b.mu
+	// waited is how long the call waited for the pacer before its first
+	// request (Waited).
+	waited time.Duration
+}
+
+// meterKey finds a call's meter in its context.
+type meterKey struct{}
+
+// Waited answers how long the call ctx was handed out for (Floor, Spare,
+// Idle) waited for its key's pacer before its first request: zero when it
+// went at once. A poll that waited is one the budget deferred.
+func Waited(ctx context.Context) time.Duration {
+	if m, ok := ctx.Value(meterKey{}).(*meter); ok {
+		return m.waited
+	}
+	return 0
 }
 
 func (b *Budget) meter(ctx context.Context, key string, u use, prepaid int32) context.Context {
@@ -424,6 +507,7 @@ func (b *Budget) meter(ctx context.Context, key string, u use, prepaid int32) co
 }
 
 func (m *meter) ctx(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, meterKey{}, m)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) { m.sent() },
 	})

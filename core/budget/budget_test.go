@@ -120,13 +120,13 @@ func TestFloorIsPacedAndNeverHeldBackByWrites(t *testing.T) {
 			done() // a call of one request: nothing beyond it
 			at = append(at, time.Since(start))
 		}
-		// Four back to back, then one every minute/40, whatever writes
+		// Ten back to back, then one every minute/40, whatever writes
 		// spent, and never more than 40 in a minute (less the room kept
 		// for a call's further requests).
-		if at[3] != 0 {
-			t.Fatalf("the first four at %v, want them at once (the burst)", at[:4])
+		if at[9] != 0 {
+			t.Fatalf("the first ten at %v, want them at once (the burst)", at[:10])
 		}
-		for i := 5; i < 38; i++ {
+		for i := 11; i < 38; i++ {
 			if gap := at[i] - at[i-1]; gap != spacing {
 				t.Fatalf("request %d came %v after the one before, want %v", i, gap, spacing)
 			}
@@ -143,14 +143,22 @@ func TestFloorIsPacedAndNeverHeldBackByWrites(t *testing.T) {
 	})
 }
 
+// drainBurst takes the pacer's burst of ten at once.
+func drainBurst(t *testing.T, b *budget.Budget) {
+	t.Helper()
+	for range 10 {
+		_, done, err := b.Floor(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+	}
+}
+
 func TestFloorServesWaitersInTurn(t *testing.T) {
 	clk := clock.NewFake(t0)
-	b := budget.New(clk, 10) // spacing 6 s, no burst
-	_, done, err := b.Floor(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done()
+	b := budget.New(clk, 40)
+	drainBurst(t, b)
 	order := make(chan int, 3)
 	for i := range 3 {
 		go func() {
@@ -168,7 +176,7 @@ func TestFloorServesWaitersInTurn(t *testing.T) {
 		if err := clk.BlockUntil(context.Background(), 1); err != nil {
 			t.Fatal(err)
 		}
-		clk.Advance(6 * time.Second)
+		clk.Advance(spacing)
 		if got := <-order; got != want {
 			t.Fatalf("waiter %d admitted in turn %d", got, want)
 		}
@@ -177,12 +185,8 @@ func TestFloorServesWaitersInTurn(t *testing.T) {
 
 func TestAWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	clk := clock.NewFake(t0)
-	b := budget.New(clk, 10)
-	_, done, err := b.Floor(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done()
+	b := budget.New(clk, 40)
+	drainBurst(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() { _, _, err := b.Floor(ctx, key); gaveUp <- err }()
@@ -199,7 +203,12 @@ func TestAWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	if err := <-gaveUp; err == nil {
 		t.Fatal("a cancelled wait was admitted")
 	}
-	clk.Advance(6 * time.Second)
+	// The one who gave up left its timer behind; the next in turn waits on
+	// its own before time moves.
+	if err := clk.BlockUntil(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(spacing)
 	<-admitted
 }
 
@@ -217,12 +226,14 @@ func TestTheFloorsFurtherRequestsAreCountedAndPaced(t *testing.T) {
 	if st := b.Status()[0]; st.Reads != 3 {
 		t.Fatalf("reads %d, want the call's three requests", st.Reads)
 	}
-	// The pacer carries the debt: the next request waits for it.
-	if _, _, ok := b.Spare(context.Background(), key); !ok {
-		t.Fatal("the burst has room for one more")
+	// The pacer carries the debt: the burst of ten has room for seven
+	// more now, and the next waits for it.
+	taken := 0
+	for b.Take(key) {
+		taken++
 	}
-	if _, _, ok := b.Spare(context.Background(), key); ok {
-		t.Fatal("spare went past the pacer's burst")
+	if taken != 7 {
+		t.Fatalf("%d more went at once after the call's three, want the burst's seven", taken)
 	}
 }
 
@@ -308,4 +319,44 @@ func TestObserveCounts429sAndSaysWhenAStreakBeginsAndEnds(t *testing.T) {
 	if got := m.Get(metrics.RateLimited); got != 4 {
 		t.Fatalf("counter %v, want 4", got)
 	}
+}
+
+func TestAPollGoesOnAtTheTrackersSpeedWithinTheMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budget.New(clock.System{}, 40)
+		drainBurst(t, b)
+		start := time.Now()
+		// A poll the pacer admits: its start waits its spacing, its 20
+		// further reads go at once, and the minute still holds no more
+		// than the limit (less the room kept for a connection's reads).
+		_, done, err := b.Floor(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		admitted := time.Since(start)
+		for range 20 {
+			_, done, err := b.Continue(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done()
+		}
+		if went := time.Since(start); went != admitted || admitted == 0 {
+			t.Fatalf("admitted after %v, its reads done after %v: want a paced start and reads at once", admitted, went)
+		}
+		for range 10 {
+			_, done, err := b.Continue(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done()
+		}
+		if st := b.Status()[0]; st.Reads > 40 {
+			t.Fatalf("%d reads within the minute", st.Reads)
+		}
+		if time.Since(start) < time.Minute-time.Second {
+			t.Fatalf("the minute's 38 reads and 3 more went after %v, want the minute to hold them back", time.Since(start))
+		}
+	})
 }

@@ -28,8 +28,10 @@ type follower struct {
 	st      state
 
 	// sweep is the full read under way, kept across polls while the lease
-	// holds (a sweep goes on at the next poll where the budget stops it).
-	sweep *sweep
+	// holds (a sweep goes on at the next poll where the budget stops it);
+	// lastSweep is how many requests the last one sent (sweepGap).
+	sweep     *sweep
+	lastSweep int64
 	// deleted holds the items verified deliveries reported deleted, to be
 	// checked at the next poll (deletions.go).
 	deleted pendingDeletions
@@ -41,7 +43,8 @@ type state struct {
 	heldSince  time.Time // when it took it
 	polled     time.Time // its last completed poll
 	late       bool      // the watchdog said it is late
-	deferred   int64     // nudged polls deferred for budget
+	polls      int64     // polls completed
+	deferred   int64     // polls the budget's pacer made wait
 	unnudged   int64     // changes published that no nudge announced
 	lastCount  int       // requests of its last poll
 	lastPublic int       // events its last poll published
@@ -113,11 +116,13 @@ func (f *follower) interval() time.Duration {
 // up when switched off or stopped. It answers a stop's error, or nil when
 // ctx ended.
 //
-// Polls come on the binding's floor, one an interval, at the binding's own
-// phase of it (the bindings of a key spread evenly over the interval, so a
-// start or a takeover ramps up instead of reading every project at once).
-// A nudge brings a poll forward, debounced, when the budget has a request
-// to spare; otherwise it waits for the floor's poll (docs/decisions.md).
+// Polls come one an interval, at the binding's own phase of it (the
+// bindings of a key spread evenly over the interval, so a start or a
+// takeover ramps up instead of reading every project at once). A nudge
+// brings the poll forward, debounced; nudges that come while one is
+// pending join it. Every poll is the binding's floor: writes never hold it
+// back, and the key's pacer keeps all its polls within the budget
+// (docs/decisions.md).
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
 	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
@@ -195,41 +200,27 @@ func (f *follower) run(ctx context.Context) error {
 				f.update(func(s *state) { s.held = false })
 				continue
 			}
-			scheduled := !now.Before(nextPoll)
-			use := accessSpare
-			if scheduled {
-				// The binding's floor: its scheduled poll goes whatever
-				// writes spend (docs/decisions.md).
-				use = accessFloor
-			}
 			wasAnnounced := announced
-			debounceAt, lastStart = time.Time{}, now
-			wait, ran, err := f.poll(ctx, use, wasAnnounced)
+			debounceAt, lastStart, announced = time.Time{}, now, false
+			// Every poll is the binding's floor, scheduled or nudged: it
+			// goes whatever writes spend, paced within the budget with
+			// every other poll of its key (docs/decisions.md).
+			wait, err := f.poll(ctx, accessFloor, wasAnnounced)
 			if err != nil {
 				return err
 			}
-			if ran || scheduled {
-				announced = false
-			} else {
-				// No request to spare: the nudge waits for the floor's
-				// poll, which it announces.
-				f.fs.m.Add(metrics.PollsDeferred, 1, f.labels())
-				f.update(func(s *state) { s.deferred++ })
-			}
 			now = fs.clock.Now()
-			if scheduled {
-				nextPoll = lastStart.Add(f.interval())
-				if !nextPoll.After(now) {
-					nextPoll = now
-				}
+			// A poll, nudged or not, is the interval's: the next comes
+			// an interval after it.
+			nextPoll = lastStart.Add(f.interval())
+			if !nextPoll.After(now) {
+				nextPoll = now
 			}
 			if wait > 0 {
 				// A 429 is waited out, with up to a second of jitter, and
 				// the poll it stopped comes again then.
 				waitUntil = now.Add(wait + o.Jitter(o.MaxJitter))
-				if scheduled || nextPoll.Before(waitUntil) {
-					nextPoll = waitUntil
-				}
+				nextPoll = waitUntil
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -75,6 +76,8 @@ type sweep struct {
 	// listed: the read reached the last page; what is left is to find
 	// the removed items.
 	listed bool
+	// requests counts what the sweep sent, over every poll it took.
+	requests int64
 }
 
 func hashID(id string) uint64 {
@@ -117,12 +120,15 @@ type pollRun struct {
 	announced bool
 	requests  atomic.Int64
 	published int
+	// waited is how long the poll's first request waited for the key's
+	// pacer: a poll the budget deferred.
+	waited time.Duration
+	asked  bool
 }
 
 // poll reads what changed and publishes it. It answers how long to wait
-// when the tracker asked for a wait, whether the poll ran (a spare one
-// with nothing to spare does not), and a stop's error.
-func (f *follower) poll(ctx context.Context, use access, announced bool) (time.Duration, bool, error) {
+// when the tracker asked for a wait, and a stop's error.
+func (f *follower) poll(ctx context.Context, use access, announced bool) (time.Duration, error) {
 	fs := f.fs
 	pr := &pollRun{use: use, announced: announced}
 	start := fs.clock.Now()
@@ -131,27 +137,24 @@ func (f *follower) poll(ctx context.Context, use access, announced bool) (time.D
 	var rl *tracker.RateLimitedError
 	var stop *stopError
 	switch {
-	case errors.Is(err, errOutOfBudget) && pr.requests.Load() == 0 && use != accessFloor:
-		fs.logger.Debug("tracker poll deferred for budget", "binding", f.b.Name(), "poll", use.String())
-		return 0, false, nil
 	case err == nil, errors.Is(err, errOutOfBudget):
-		// A poll that runs out of what it may spend stops at that item;
+		// A read that runs out of what it may spend stops at that item;
 		// its cursor moved only past what it read (ADR-0036's budget).
 		f.completed(ctx, pr, took)
-		return 0, true, nil
+		return 0, nil
 	case errors.As(err, &stop):
 		f.update(func(s *state) { s.lastError = err.Error() })
-		return 0, true, err
+		return 0, err
 	case errors.As(err, &rl):
 		f.update(func(s *state) { s.lastError = err.Error() })
 		fs.logger.Debug("tracker poll rate-limited", "binding", f.b.Name(), "retry_after", rl.RetryAfter)
-		return max(rl.RetryAfter, 0), true, nil
+		return max(rl.RetryAfter, 0), nil
 	case ctx.Err() != nil:
-		return 0, true, nil
+		return 0, nil
 	default:
 		f.update(func(s *state) { s.lastError = err.Error() })
 		fs.logger.Warn("tracker follower poll failed", "binding", f.b.Name(), "err", err)
-		return 0, true, nil
+		return 0, nil
 	}
 }
 
@@ -167,15 +170,24 @@ func (f *follower) completed(ctx context.Context, pr *pollRun, took time.Duratio
 	wasLate := false
 	f.update(func(s *state) {
 		wasLate = s.late
+		s.polls++
 		s.polled, s.late, s.lastError = now, false, ""
 		s.lastCount, s.lastPublic = int(pr.requests.Load()), pr.published
+		if pr.waited > 0 {
+			s.deferred++
+		}
 	})
 	fs.m.Add(metrics.Polls, 1, f.labels())
+	if pr.waited > 0 {
+		// The key's budget made the poll wait: counted, so an operator
+		// sees a key whose polls queue.
+		fs.m.Add(metrics.PollsDeferred, 1, f.labels())
+	}
 	if wasLate {
 		fs.logger.Info("tracker follower polls again", "binding", f.b.Name())
 	}
-	fs.logger.Debug("tracker poll", "binding", f.b.Name(), "poll", pr.use.String(), "requests", pr.requests.Load(),
-		"published", pr.published, "took", took)
+	fs.logger.Debug("tracker poll", "binding", f.b.Name(), "nudged", pr.announced, "requests", pr.requests.Load(),
+		"published", pr.published, "waited", pr.waited, "took", took)
 }
 
 // request makes one tracker call with the budget's leave: a floor call
@@ -187,21 +199,44 @@ func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func
 	if bud := f.fs.budget; bud != nil {
 		key := f.b.BudgetKey()
 		var done func()
-		switch use {
-		case accessFloor:
+		// A poll's first request waits for the key's pacer, which spreads
+		// the starts of polls; the rest of the poll goes at the tracker's
+		// speed within the minute's room.
+		going := pr != nil && pr.asked
+		switch {
+		case use == accessFloor && going:
+			var err error
+			if ctx, done, err = bud.Continue(ctx, key); err != nil {
+				return err
+			}
+		case use == accessFloor:
 			var err error
 			if ctx, done, err = bud.Floor(ctx, key); err != nil {
 				return err
 			}
-		case accessIdle:
+			if pr != nil {
+				pr.asked, pr.waited = true, budget.Waited(ctx)
+			}
+		case going:
+			var ok bool
+			if ctx, done, ok = bud.ContinueSpare(ctx, key, use == accessIdle); !ok {
+				return errOutOfBudget
+			}
+		case use == accessIdle:
 			var ok bool
 			if ctx, done, ok = bud.Idle(ctx, key); !ok {
 				return errOutOfBudget
+			}
+			if pr != nil {
+				pr.asked = true
 			}
 		default:
 			var ok bool
 			if ctx, done, ok = bud.Spare(ctx, key); !ok {
 				return errOutOfBudget
+			}
+			if pr != nil {
+				pr.asked = true
 			}
 		}
 		defer done()
@@ -258,7 +293,7 @@ func (f *follower) read(ctx context.Context, pr *pollRun) error {
 	if f.sweep == nil {
 		// A sweep reads the whole project once a day at the least, and
 		// sooner on what the budget leaves idle (docs/decisions.md).
-		early := fs.opts.SweepMin > 0 && since >= fs.opts.SweepMin
+		early := fs.opts.SweepMin > 0 && since >= f.sweepGap()
 		if !overdue && !early {
 			return nil
 		}
@@ -278,6 +313,8 @@ func (f *follower) read(ctx context.Context, pr *pollRun) error {
 // items it no longer lists.
 func (f *follower) readSweep(ctx context.Context, pr *pollRun, first, rest access) error {
 	sw := f.sweep
+	before := pr.requests.Load()
+	defer func() { sw.requests += pr.requests.Load() - before }()
 	r := &reader{f: f, pr: pr, acc: rest, announced: pr.announced, sweep: sw}
 	if !sw.listed {
 		if err := f.readFrom(ctx, r, sw.pos, first, rest); err != nil {
@@ -288,6 +325,21 @@ func (f *follower) readSweep(ctx context.Context, pr *pollRun, first, rest acces
 		r.acc = first
 	}
 	return f.finishSweep(ctx, r)
+}
+
+// sweepGap is how soon after the last a sweep may come on an idle budget:
+// SweepMin, or longer for a project whose last sweep took many requests,
+// so sweeps ahead of their day take at most a tenth of the key's budget on
+// average (a Plane project of a thousand items, one page, every minute; a
+// Vikunja project of 5,000, a hundred pages, every 25 minutes; Vikunja's
+// deletions are announced by webhook besides).
+func (f *follower) sweepGap() time.Duration {
+	gap := f.fs.opts.SweepMin
+	if f.fs.budget != nil && f.lastSweep > 0 {
+		share := float64(f.fs.budget.Limit()) / 10
+		gap = max(gap, time.Duration(float64(f.lastSweep)*float64(budget.Window)/share))
+	}
+	return gap
 }
 
 // readFrom pages through the items changed since two minutes before pos:
@@ -510,10 +562,17 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// SettleAfter past that change, its comments are read again (ADR-0036's
 	// consequence that such a comment "waits for the item's next change"
 	// no longer holds: docs/decisions.md).
-	unsettled := snap != nil && !snap.Settled && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
+	// A seeded item's comments until its last change are old whatever
+	// their second (Through): while that change is still its last,
+	// reading them again finds nothing new.
+	seededThrough := snap != nil && snap.Through && !snap.CommentsUntil.Before(it.UpdatedAt)
+	unsettled := snap != nil && !snap.Settled && !seededThrough && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
 
 	var comments []tracker.Comment
-	if (moved || unsettled) && !seeding {
+	if (moved || unsettled) && !seeding && it.Comments != nil {
+		// The tracker answered the item's comments with it: no request.
+		comments = it.Comments
+	} else if (moved || unsettled) && !seeding {
 		since := time.Time{}
 		if snap != nil {
 			since = snap.CommentsUntil
@@ -523,6 +582,13 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			comments, err = tr.Comments(ctx, it.Ref.ID, since)
 			return err
 		})
+		if errors.Is(err, tracker.ErrNotFound) {
+			// Deleted since the page listed it: nothing of it is read
+			// this poll. A reported deletion or the sweep tells what
+			// became of an item the follower knew; one made and deleted
+			// between two reads was never there (level-triggered).
+			return nil, nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -38,6 +38,7 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 	if err != nil {
 		return err
 	}
+	f.lastSweep = sw.requests
 	f.sweep = nil
 	return nil
 }

@@ -64,8 +64,8 @@ func TestTrackerFollower(t *testing.T) {
 		{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
 		{"SwitchedOffIsNothing", switchedOffIsNothing},
 		{"RateLimitIsWaitedOutWithJitter", rateLimitWaitedOut},
-		{"NudgedPollOutOfBudgetStopsAtTheItemAndTheFloorReadsTheRest", pollOutOfBudget},
-		{"NudgeWithNothingToSpareWaitsForTheFloor", nudgeWithNothingToSpareWaitsForTheFloor},
+		{"ANudgedPollGoesWhateverWritesSpendAndIsTheIntervals", nudgeGoesWhateverWritesSpend},
+		{"AFirstReadsFurtherPagesTakeOnlyWhatIsLeft", spareRunsOutAtAnItem},
 		{"ProjectionMapsToTheApplicationsEvent", projectionMaps},
 		{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
 		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
@@ -627,54 +627,53 @@ func rateLimitWaitedOut(t *testing.T) {
 	}
 }
 
-func pollOutOfBudget(t *testing.T) {
-	e := newEnv(t, withBudget(40))
-	items := []tracker.Item{e.person("1"), e.person("2"), e.person("3")}
-	e.start() // t=1; the first read took one request at t=0
-	for _, it := range items {
-		e.after(time.Second)
-		if err := e.fake.Retitle(ctx, it.Ref.ID, it.Title+"'"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// t=4: writes spend 34 of the minute's 40 and the first read took one;
-	// the budget keeps two for a connection's reads. A nudged poll takes
-	// only what is left: its page and two items' comments, not the
-	// third's.
-	e.bud.Spend("acme/fake", 34)
-	e.fs.Nudge(ctx, tenant, "fake", "proj")
-	e.after(3 * time.Second)
-	e.wantEvents(2)
-	if c := e.cursor(); c.ItemID != items[1].Ref.ID {
-		t.Fatalf("cursor at %s, want past the second item only", c.ItemID)
-	}
-	// t=30: the scheduled poll is the binding's floor, whatever writes
-	// spent: it reads the third.
-	e.after(23 * time.Second)
-	e.wantEvents(3)
-	if got := e.m.Get(metrics.PollsDeferred); got != 0 {
-		t.Fatalf("%v polls deferred, want none: the nudged poll ran as far as the budget let it", got)
-	}
-}
-
-func nudgeWithNothingToSpareWaitsForTheFloor(t *testing.T) {
+func nudgeGoesWhateverWritesSpend(t *testing.T) {
 	e := newEnv(t, withBudget(40))
 	a := e.person("A")
 	e.start()
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A'"); err != nil {
 		t.Fatal(err)
 	}
-	e.bud.Spend("acme/fake", 40) // writes spent the whole minute
+	e.bud.Spend("acme/fake", 60) // writes spent past the whole minute
 	e.fs.Nudge(ctx, tenant, "fake", "proj")
-	e.after(5 * time.Second)
-	e.wantEvents(0)
-	if got := e.m.Get(metrics.PollsDeferred); got != 1 {
-		t.Fatalf("%v polls deferred, want the nudged one", got)
-	}
-	e.after(25 * time.Second) // t=31: the scheduled poll
+	e.after(follow.DefaultDebounce + time.Second)
+	// Served within its debounce: every poll is the binding's floor.
 	e.wantEvents(1)
 	if got := e.m.Get(metrics.Unnudged); got != 0 {
-		t.Fatalf("the change counted unnudged (%v): its nudge was deferred, not missed", got)
+		t.Fatalf("the change counted unnudged (%v)", got)
+	}
+	// The poll was the interval's: the next comes 30 s after it.
+	before := len(e.rec.first())
+	e.after(follow.DefaultPollEvery - 2*time.Second)
+	if n := len(e.rec.first()) - before; n != 0 {
+		t.Fatalf("%d polls within the interval after a nudged one", n)
+	}
+	e.after(3 * time.Second)
+	if n := len(e.rec.first()) - before; n != 1 {
+		t.Fatalf("%d polls an interval after the nudged one, want 1", n)
+	}
+}
+
+func spareRunsOutAtAnItem(t *testing.T) {
+	// A first read's further pages take only what is left: with writes
+	// spending the minute, the first page (the floor's) is read, the rest
+	// wait for the budget.
+	e := newEnv(t, withBudget(40))
+	for i := range faketracker.PageSize + 5 {
+		e.person(fmt.Sprint("item ", i))
+	}
+	e.bud.Spend("acme/fake", 60)
+	e.fs.Start(e.ctx)
+	synctest.Wait()
+	if c := e.cursor(); c.Seeded {
+		t.Fatal("the first read finished on the floor's page alone")
+	}
+	if n := len(e.rec.queries); n != 1 {
+		t.Fatalf("%d pages read while writes spent the minute, want the floor's one", n)
+	}
+	e.after(2 * time.Minute) // the writes' minute passes
+	if c := e.cursor(); !c.Seeded {
+		t.Fatal("the first read did not finish once the budget had room")
 	}
 }
 

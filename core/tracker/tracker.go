@@ -91,6 +91,12 @@ type Item struct {
 	UpdatedBy string `json:"updated_by,omitempty"`
 	// Archived is true for an item the tracker keeps but no longer lists.
 	Archived bool `json:"archived,omitempty"`
+	// Comments, when a tracker answers them with the item in Items
+	// (Vikunja's list expands them), are all of the item's comments, as
+	// Comments would answer them from the beginning: the followers read
+	// them here instead of asking once per item. Nil when the tracker did
+	// not answer them, or answered only some. Never kept in a snapshot.
+	Comments []Comment `json:"-"`
 }
 
 // Fields are the names of the item fields relayr writes and reads back; they

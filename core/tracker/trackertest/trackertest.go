@@ -92,6 +92,7 @@ var cases = []struct {
 	{"UpdateOfLabelsReplacesTheWholeSet", updateLabels},
 	{"CommentsReadBackRelayrsKeyAndNoKeyOnAPersonsComment", commentsKeys},
 	{"CommentsSinceLeavesOutOlderComments", commentsSince},
+	{"CommentsAnItemIsListedWithAreAllOfItsComments", inlineComments},
 	{"ItemsSinceAnswersEveryItemChangedSinceInOrder", itemsSince},
 	{"ItemsWithoutSinceAnswersTheWholeProject", itemsAll},
 	{"ADeletedItemIsGoneFromEveryRead", deletedGone},
@@ -663,6 +664,50 @@ func heldDescription(t *testing.T, h Harness, key keyFn) {
 		}
 		if tracker.SameDescription(h.Tracker, want, again.Description) {
 			t.Errorf("edited to %q, reads back %q, which the tracker says is still the %q filed", edited, again.Description, want)
+		}
+	}
+}
+
+// inlineComments: a tracker that answers an item's comments with it in
+// Items (tracker.Item.Comments) answers all of them, as Comments does from
+// the beginning; the followers then ask for none. A tracker that doesn't
+// answers nil, which this checks nothing of.
+func inlineComments(t *testing.T, h Harness, key keyFn) {
+	made := mustCreate(t, h, key("a"), tracker.Draft{Title: "Listed with its comments"})
+	ck := key("comment-1")
+	if _, err := h.Tracker.Comment(ctxOf(t), made.Ref.ID, ck, "relayr says hi"); err != nil {
+		t.Fatalf("Comment: %v", err)
+	}
+	h.Wait(time.Second)
+	if err := h.Person.Comment(ctxOf(t), made.Ref.ID, "a person says hi"); err != nil {
+		t.Fatalf("person comment: %v", err)
+	}
+	h.Wait(time.Second)
+	asked, err := h.Tracker.Comments(ctxOf(t), made.Ref.ID, time.Time{})
+	if err != nil {
+		t.Fatalf("Comments: %v", err)
+	}
+	for page := ""; ; {
+		pg, err := h.Tracker.Items(ctxOf(t), tracker.Query{Page: page})
+		if err != nil {
+			t.Fatalf("Items: %v", err)
+		}
+		for _, it := range pg.Items {
+			if it.Ref.ID != made.Ref.ID || it.Comments == nil {
+				continue
+			}
+			if len(it.Comments) != len(asked) {
+				t.Fatalf("listed with %d comments, Comments answers %d", len(it.Comments), len(asked))
+			}
+			for i := range asked {
+				a, b := asked[i], it.Comments[i]
+				if a.ID != b.ID || a.Key != b.Key || a.Body != b.Body || !a.CreatedAt.Equal(b.CreatedAt) {
+					t.Fatalf("listed comment %d is %+v, Comments answers %+v", i, b, a)
+				}
+			}
+		}
+		if page = pg.Next; page == "" {
+			return
 		}
 	}
 }
