@@ -265,6 +265,25 @@ func (r results) budgetRows() []row {
 	return rows
 }
 
+// replicaRows are the figures of replicas and of a replica's many
+// bindings (issue 13): what a binding costs at 1,000 bindings on one
+// tracker server, with the connections the server saw open at once.
+func (r results) replicaRows() []row {
+	var rows []row
+	if g, ok := r.get("Bindings1000", "goroutines/binding"); ok {
+		v := count(g) + " goroutines"
+		if by, ok := r.get("Bindings1000", "bytes/binding"); ok {
+			v += ", " + num(by) + " B heap"
+		}
+		against := "one transport per binding: 500 bindings held 500 connections and 1,510 goroutines"
+		if c, ok := r.get("Bindings1000", "conns"); ok {
+			v += "; " + count(c) + " connections to the server"
+		}
+		rows = append(rows, row{"Per binding, 1,000 bindings on one tracker server (one pool, tracker_conns 16)", v, against, "–"})
+	}
+	return rows
+}
+
 type ledgerKey struct {
 	store string
 	p     int
@@ -339,6 +358,7 @@ func table(r results) string {
 		rows = append(rows, r.trackerRows(t)...)
 	}
 	rows = append(rows, r.budgetRows()...)
+	rows = append(rows, r.replicaRows()...)
 	rows = append(rows, r.natsRows()...)
 	rows = append(rows, r.ledgerRows()...)
 	if len(rows) == 0 {

@@ -23,6 +23,7 @@ BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	     
 BenchmarkChangeToFeed/Plane/webhook-2           	       1	2011994978 ns/op	      2012 ms/change
 BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
 BenchmarkDeletionToFeed/Vikunja/webhook-2       	       1	2035126320 ns/op	      2035 ms/deletion
+BenchmarkBindings1000-2   	       1	6207366355 ns/op	      6934 bytes/binding	        16.00 conns	         1.053 goroutines/binding
 PASS
 `
 
@@ -105,5 +106,16 @@ BenchmarkNATSLatency-2 450 2430677 ns/op 1.96 ms-p50 7.9 ms-p99
 		if !strings.Contains(got, w) {
 			t.Errorf("table lacks %q:\n%s", w, got)
 		}
+	}
+}
+
+func TestTableShowsWhatABindingCostsAtAThousand(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "| Per binding, 1,000 bindings on one tracker server (one pool, tracker_conns 16) | 1.1 goroutines, 6,934 B heap; 16 connections to the server |"
+	if got := table(res); !strings.Contains(got, want) {
+		t.Errorf("table lacks %q:\n%s", want, got)
 	}
 }
