@@ -81,7 +81,7 @@ func newQueries(schema string) queries {
 			UNION ALL
 			SELECT holder, expires, spent FROM {s}.relayr_holders WHERE expires > $4 AND holder <> $1
 			ORDER BY 1`),
-		leave: s(`DELETE FROM {s}.relayr_holders WHERE holder = $1`),
+		leave:    s(`DELETE FROM {s}.relayr_holders WHERE holder = $1`),
 		followed: s(`SELECT tenant, workspace, name FROM {s}.relayr_followed()`),
 		ping: s(`SELECT (SELECT coalesce(max(version), 0) FROM {s}.relayr_migrations),
 			row_security_active($1::text)`),
