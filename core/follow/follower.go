@@ -126,11 +126,20 @@ func (f *follower) interval() time.Duration {
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
 	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
+	// counted: the replica's share counts this follower's lease (share.go).
+	counted := false
+	uncount := func() {
+		if counted {
+			fs.share.release()
+			counted = false
+		}
+	}
 	defer func() {
 		if ls.held() {
 			fs.logger.Info("tracker follower gave its lease up", "binding", f.b.Name(), "holder", fs.holder)
 		}
 		ls.release(ctx)
+		uncount()
 		f.update(func(s *state) { s.held = false })
 	}()
 
@@ -151,6 +160,14 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
+			// A replica holding its share takes no more (share.go): the
+			// binding is another's, and a replica under its share takes it.
+			if !fs.share.under() {
+				if !f.wait(ctx, o.renewEvery(), nil) {
+					return nil
+				}
+				continue
+			}
 			if err := ls.take(ctx); err != nil {
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
@@ -162,6 +179,8 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
+			fs.share.took()
+			counted = true
 			now := fs.clock.Now()
 			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)
 			f.update(func(s *state) { s.held, s.heldSince, s.late = true, now, false })
@@ -177,7 +196,22 @@ func (f *follower) run(ctx context.Context) error {
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				uncount()
 				f.update(func(s *state) { s.held = false })
+				continue
+			}
+			// A replica over its share gives the lease up at renewal
+			// instead of renewing it, for one under its share to take
+			// (share.go; docs/decisions.md: the hand-over). No poll is
+			// under way: polls and renewals take turns on this loop.
+			if fs.share.giveUp() {
+				counted = false
+				fs.logger.Info("tracker follower gave its lease up to rebalance", "binding", f.b.Name(), "holder", fs.holder)
+				ls.release(ctx)
+				f.update(func(s *state) { s.held = false })
+				if !f.wait(ctx, o.renewEvery(), nil) {
+					return nil
+				}
 				continue
 			}
 			// A renewal that finds another holder, or fails, stops the
@@ -187,6 +221,7 @@ func (f *follower) run(ctx context.Context) error {
 				if ctx.Err() == nil {
 					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "holder", fs.holder, "err", err)
 				}
+				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
 			}
@@ -197,6 +232,7 @@ func (f *follower) run(ctx context.Context) error {
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
 			}
