@@ -241,9 +241,15 @@ func (f *follower) run(ctx context.Context) error {
 			// Every poll is the binding's floor, scheduled or nudged: it
 			// goes whatever writes spend, paced within the budget with
 			// every other poll of its key (docs/decisions.md).
-			wait, err := f.poll(ctx, accessFloor, wasAnnounced)
+			wait, err := f.pollHolding(ctx, ls, &nextRenew, wasAnnounced)
 			if err != nil {
 				return err
+			}
+			if !ls.held() {
+				// The lease was lost while the poll waited or read.
+				uncount()
+				f.update(func(s *state) { s.held = false })
+				continue
 			}
 			now = fs.clock.Now()
 			// A poll, nudged or not, is the interval's: the next comes
@@ -287,6 +293,43 @@ func (f *follower) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// pollHolding polls, renewing the lease at *nextRenew while the poll waits
+// for the key's pacer or reads: a poll may wait longer than a lease for
+// its turn (a start, a rebalance, a key shared by many bindings), and a
+// lease that lapsed under it would go to another replica mid-read. A
+// renewal that fails ends the poll (ADR-0015: "a lease is never held with
+// nothing relayed"), and the lease is no longer held when it answers.
+func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.Time, announced bool) (time.Duration, error) {
+	fs := f.fs
+	pctx, cancel := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-fs.clock.After(nextRenew.Sub(fs.clock.Now())):
+			}
+			if err := ls.renew(ctx); err != nil {
+				if ctx.Err() == nil {
+					fs.logger.Info("tracker follower lost its lease during a poll", "binding", f.b.Name(), "holder", fs.holder, "err", err)
+				}
+				cancel()
+				return
+			}
+			*nextRenew = fs.clock.Now().Add(fs.opts.renewEvery())
+		}
+	}()
+	wait, err := f.poll(pctx, accessFloor, announced)
+	cancel()
+	<-renewed
+	if !ls.held() {
+		return 0, nil
+	}
+	return wait, err
 }
 
 // wait waits d, or until ctx ends (false), or, when nudged is not nil,

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
@@ -136,7 +137,35 @@ func (fs *Followers) beat(ctx context.Context) {
 	}
 	before := fs.share.live.Load()
 	fs.share.set(hs)
+	if fs.budget != nil {
+		// One budget per key across replicas: each spends its part.
+		fs.budget.SetReplicas(len(hs))
+	}
 	if n := int64(len(hs)); n != before {
 		fs.logger.Info("replicas changed", "holder", fs.holder, "replicas", n, "fair_share", fs.share.fair.Load(), "held", fs.share.held.Load())
 	}
+}
+
+// BudgetStatus answers every key's budget as the status route shows it:
+// this replica's, with what every live replica spent of the key in its
+// last minute as their heartbeats last told (issue 13: the key's budget
+// across replicas). It answers nil without a budget.
+func (fs *Followers) BudgetStatus() []budget.KeyStatus {
+	if fs.budget == nil {
+		return nil
+	}
+	out := fs.budget.Status()
+	others := map[string]int{}
+	for _, h := range fs.Holders() {
+		if h.Name == fs.holder {
+			continue
+		}
+		for k, n := range h.Spent {
+			others[k] += n
+		}
+	}
+	for i := range out {
+		out[i].SpentAcrossReplicas = out[i].Spent + others[out[i].Key]
+	}
+	return out
 }

@@ -209,6 +209,17 @@ func replicasShare(t *testing.T, s Store) {
 	})
 	t.Logf("restarted replica took its share in %v: %v", time.Since(restarted), held(rs...))
 	everyHeld(survivors[0].p.name, survivors[1].p.name, back.p.name)
+	// The status shows the key's budget across the replicas.
+	time.Sleep(follow.DefaultLeaseTTL)
+	for _, r := range rs {
+		st := r.p.fs.BudgetStatus()
+		if len(st) != 1 || st[0].Replicas != 3 || st[0].ReplicaLimit != budget.DefaultLimit/3 || st[0].SpentAcrossReplicas < st[0].Spent {
+			t.Fatalf("%s's budget status %+v, want one key shared by three replicas", r.p.name, st)
+		}
+		if sh := r.p.fs.Share(); len(sh.Replicas) != 3 || sh.Fair != replicaBindings/3 {
+			t.Fatalf("%s's share %+v", r.p.name, sh)
+		}
+	}
 	personChanges(10)
 
 	// Every change published once; nothing else published.
@@ -251,6 +262,11 @@ func replicasShare(t *testing.T, s Store) {
 	}
 	total, span := len(sent), time.Since(began)
 	mu.Unlock()
+	// One key's budget plus the poll floor (what the floor may take of
+	// it, whatever writes spend): three replicas spend what one would.
+	if bound := budget.DefaultLimit + budget.DefaultLimit - budget.DefaultLimit/10; worst > bound {
+		t.Errorf("the tracker saw %d requests of the key in one minute, want at most %d", worst, bound)
+	}
 	t.Logf("FIGURE replicas.lease_spread_start_max %d bindings", slices.Max(spread))
 	t.Logf("FIGURE replicas.lease_spread_start_min %d bindings", slices.Min(spread))
 	t.Logf("FIGURE replicas.takeover %.1f s", takeover.Seconds())
