@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
@@ -290,4 +291,12 @@ func inWorkspaceLog(t *testing.T, s Store, ws, id string) bool {
 		}
 	}
 	return false
+}
+
+// Replicas runs the replicas' scenario alone, in its bubble, on a store
+// made by newStore: the figures of `make bench` (lease spread after the
+// start, takeover time, the key's worst minute) come from its FIGURE lines.
+func Replicas(t *testing.T, newStore NewStore) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) { replicasShare(t, newStore(t)) })
 }
