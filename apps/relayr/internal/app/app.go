@@ -236,7 +236,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
 			bs, err := fs.Status(ctx)
 			subs, serr := a.Delivery.Status(ctx)
-			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: fs.BudgetStatus(), Subscriptions: subs}, errors.Join(err, serr)
+			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: fs.BudgetStatus(), Leases: fs.Share(), Subscriptions: subs}, errors.Join(err, serr)
 		}),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,
