@@ -204,8 +204,9 @@ func (f *follower) run(ctx context.Context) error {
 			// instead of renewing it, for one under its share to take
 			// (share.go; docs/decisions.md: the hand-over). No poll is
 			// under way: polls and renewals take turns on this loop; nor
-			// a sweep, whose pages read so far the taker would read again.
-			if f.sweep == nil && fs.share.giveUp() {
+			// a sweep, whose pages read so far the taker would read again;
+			// nor a reported deletion, which only this follower was told.
+			if f.sweep == nil && f.deleted.empty() && fs.share.giveUp() {
 				counted = false
 				fs.logger.Info("tracker follower gave its lease up to rebalance", "binding", f.b.Name(), "holder", fs.holder)
 				ls.release(ctx)

@@ -279,6 +279,9 @@ func (fs *Followers) Stop() {
 	fs.wg.Wait()
 	// Counted out at once: the others take their shares of what it gave
 	// up at their next beat, without waiting for its beat to lapse.
+	if !fs.share.beaten.Load() {
+		return
+	}
 	lctx, cancel := fs.clock.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := fs.ledger.Leave(lctx, fs.holder); err != nil {

@@ -30,6 +30,7 @@ type share struct {
 	held     atomic.Int64 // tracker leases this replica holds
 	fair     atomic.Int64 // ceil(bindings / live holders)
 	live     atomic.Int64 // live holders at the last beat
+	beaten   atomic.Bool  // a beat was sent: Stop leaves
 
 	mu      sync.Mutex
 	holders []ledger.Holder // the last beat's answer
@@ -128,6 +129,7 @@ func (fs *Followers) beat(ctx context.Context) {
 			spent[k.Key] = k.Spent
 		}
 	}
+	fs.share.beaten.Store(true)
 	hs, err := fs.ledger.Beat(ctx, ledger.BeatParams{Holder: fs.holder, Now: fs.clock.Now(), TTL: fs.opts.beatTTL(), Spent: spent})
 	if err != nil {
 		if ctx.Err() == nil {
