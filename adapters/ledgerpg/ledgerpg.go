@@ -985,7 +985,7 @@ func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder
 	if err != nil {
 		return nil, fmt.Errorf("ledgerpg: %w", err)
 	}
-	rows, err := l.pool.Query(ctx, l.q.beat, p.Holder, ts(p.Now.Add(p.TTL)), raw, ts(p.Now))
+	rows, err := l.pool.Query(ctx, l.q.beat, p.Holder, ts(p.Now.Add(p.TTL)), raw, ts(p.Now.Add(-ledger.KeepLapsed)))
 	if err != nil {
 		return nil, l.fail(ctx, err)
 	}
@@ -1006,13 +1006,13 @@ func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder
 }
 
 // Leave implements ledger.Holders.
-func (l *Ledger) Leave(ctx context.Context, holder string) error {
+func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
 	if err := ledger.CheckText(holder); err != nil {
 		return err
 	}
 	if err := l.ready(ctx); err != nil {
 		return err
 	}
-	_, err := l.pool.Exec(ctx, l.q.leave, holder)
+	_, err := l.pool.Exec(ctx, l.q.leave, holder, ts(now))
 	return l.fail(ctx, err)
 }

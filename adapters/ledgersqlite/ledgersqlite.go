@@ -65,11 +65,11 @@ func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder
 }
 
 // Leave implements ledger.Holders.
-func (l *Ledger) Leave(ctx context.Context, holder string) error {
+func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
 	if l.closed.Load() {
 		return ledger.ErrClosed
 	}
-	return l.holders.Leave(ctx, holder)
+	return l.holders.Leave(ctx, holder, now)
 }
 
 // Open opens (creating it if need be) the ledger in the SQLite file at path,

@@ -155,6 +155,25 @@ func (b *Budget) SetReplicas(n int) {
 	}
 }
 
+// Inherit counts n requests of key that replicas gone within the last
+// minute made (what their heartbeats last told): the pacer starts that far
+// behind, at most a minute, so a replica that starts, or starts again,
+// leaves the tracker's minute room for them (issue 13: the budget
+// survives restarts).
+func (b *Budget) Inherit(key string, n int) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	a := b.account(key, now)
+	behind := now.Add(min(time.Duration(n)*b.spacing(), Window))
+	if a.tat.Before(behind) {
+		a.tat = behind
+	}
+}
+
 // Replicas answers how many replicas this one reckons share each key's
 // limit now.
 func (b *Budget) Replicas() int {

@@ -412,3 +412,34 @@ func TestReplicasShareOneBudgetPerKey(t *testing.T) {
 		t.Fatalf("share %d with no replica counted, want the whole 40", got)
 	}
 }
+
+func TestAReplicaThatStartsLeavesRoomForWhatGoneReplicasSpent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budget.New(clock.System{}, 40)
+		b.SetReplicas(2) // 20 a minute each
+		b.Inherit(key, 10)
+		// Ten of its twenty were spent by the replica gone: the pacer
+		// starts half a minute behind, its burst ahead of that.
+		start := time.Now()
+		_, done, err := b.Floor(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		burst := time.Duration(20/4-1) * (time.Minute / 20)
+		if waited := time.Since(start); waited != 30*time.Second-burst {
+			t.Fatalf("the first floor request went after %v, want %v", waited, 30*time.Second-burst)
+		}
+		// More than a minute's worth holds it back a minute at most.
+		b.Inherit(key, 500)
+		start = time.Now()
+		_, done, err = b.Floor(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		if waited := time.Since(start); waited > time.Minute {
+			t.Fatalf("waited %v, want at most a minute", waited)
+		}
+	})
+}

@@ -284,7 +284,7 @@ func (fs *Followers) Stop() {
 	}
 	lctx, cancel := fs.clock.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := fs.ledger.Leave(lctx, fs.holder); err != nil {
+	if err := fs.ledger.Leave(lctx, fs.holder, fs.clock.Now()); err != nil {
 		fs.logger.Warn("replica could not leave", "holder", fs.holder, "err", err)
 	}
 }

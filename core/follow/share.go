@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -34,6 +35,7 @@ type share struct {
 
 	mu      sync.Mutex
 	holders []ledger.Holder // the last beat's answer
+	at      time.Time       // when it was answered
 }
 
 func newShare(bindings int) *share {
@@ -43,13 +45,19 @@ func newShare(bindings int) *share {
 	return s
 }
 
-// set takes a beat's answer.
-func (s *share) set(hs []ledger.Holder) {
-	n := int64(max(1, len(hs)))
+// set takes a beat's answer: the holders alive at now count.
+func (s *share) set(hs []ledger.Holder, now time.Time) {
+	live := 0
+	for _, h := range hs {
+		if h.Alive(now) {
+			live++
+		}
+	}
+	n := int64(max(1, live))
 	s.live.Store(n)
 	s.fair.Store((s.bindings + n - 1) / n)
 	s.mu.Lock()
-	s.holders = hs
+	s.holders, s.at = hs, now
 	s.mu.Unlock()
 }
 
@@ -101,7 +109,9 @@ func (fs *Followers) Share() ShareStatus {
 	s.mu.Lock()
 	names := make([]string, 0, len(s.holders))
 	for _, h := range s.holders {
-		names = append(names, h.Name)
+		if h.Alive(s.at) {
+			names = append(names, h.Name)
+		}
 	}
 	s.mu.Unlock()
 	if len(names) == 0 {
@@ -110,8 +120,9 @@ func (fs *Followers) Share() ShareStatus {
 	return ShareStatus{Holder: fs.holder, Replicas: names, Bindings: int(s.bindings), Fair: int(s.fair.Load()), Held: int(s.held.Load())}
 }
 
-// Holders answers the live holders this replica saw at its last
-// heartbeat, with what each spent of each key in its last minute.
+// Holders answers the holders this replica saw at its last heartbeat,
+// those alive and those gone within a minute, with what each spent of
+// each key in its last minute.
 func (fs *Followers) Holders() []ledger.Holder {
 	fs.share.mu.Lock()
 	defer fs.share.mu.Unlock()
@@ -130,7 +141,8 @@ func (fs *Followers) beat(ctx context.Context) {
 		}
 	}
 	fs.share.beaten.Store(true)
-	hs, err := fs.ledger.Beat(ctx, ledger.BeatParams{Holder: fs.holder, Now: fs.clock.Now(), TTL: fs.opts.beatTTL(), Spent: spent})
+	now := fs.clock.Now()
+	hs, err := fs.ledger.Beat(ctx, ledger.BeatParams{Holder: fs.holder, Now: now, TTL: fs.opts.beatTTL(), Spent: spent})
 	if err != nil {
 		if ctx.Err() == nil {
 			fs.logger.Warn("replica heartbeat failed", "holder", fs.holder, "err", err)
@@ -138,12 +150,30 @@ func (fs *Followers) beat(ctx context.Context) {
 		return
 	}
 	before := fs.share.live.Load()
-	fs.share.set(hs)
+	fs.share.mu.Lock()
+	first := fs.share.at.IsZero()
+	fs.share.mu.Unlock()
+	fs.share.set(hs, now)
 	if fs.budget != nil {
 		// One budget per key across replicas: each spends its part.
-		fs.budget.SetReplicas(len(hs))
+		fs.budget.SetReplicas(int(fs.share.live.Load()))
+		if first {
+			// What replicas gone within the minute spent is still in the
+			// tracker's minute: a replica that starts leaves room for it.
+			gone := map[string]int{}
+			for _, h := range hs {
+				if !h.Alive(now) && h.Name != fs.holder {
+					for k, n := range h.Spent {
+						gone[k] += n
+					}
+				}
+			}
+			for k, n := range gone {
+				fs.budget.Inherit(k, n)
+			}
+		}
 	}
-	if n := int64(len(hs)); n != before {
+	if n := fs.share.live.Load(); n != before {
 		fs.logger.Info("replicas changed", "holder", fs.holder, "replicas", n, "fair_share", fs.share.fair.Load(), "held", fs.share.held.Load())
 	}
 }

@@ -27,18 +27,29 @@ type BeatParams struct {
 	Spent map[string]int
 }
 
+// KeepLapsed is how long a holder's row outlives its beat: a budget's
+// minute, so a replica that starts knows what the replicas gone within it
+// spent, and the tracker still counts.
+const KeepLapsed = time.Minute
+
+// Alive reports whether the holder's beat keeps it alive at now.
+func (h Holder) Alive(now time.Time) bool { return h.Expires.After(now) }
+
 // Holders is the replicas' heartbeat: a row per holder with an expiry,
 // through which replicas see each other and share the bindings' leases
-// evenly (issue 13). It reads across tenants: a holder belongs to none.
+// and each key's budget evenly (issue 13). It reads across tenants: a
+// holder belongs to none.
 type Holders interface {
 	// Beat records p.Holder alive until Now+TTL with what it spent, and
-	// answers every holder alive at Now (Expires after Now), itself
-	// included, ordered by name. Rows that lapsed are forgotten.
+	// answers every holder whose row it keeps, ordered by name: those
+	// alive at Now (Alive), itself included, and those whose beat lapsed
+	// (or who left) less than KeepLapsed before Now, with what each last
+	// spent. Rows lapsed longer are forgotten.
 	Beat(ctx context.Context, p BeatParams) ([]Holder, error)
-	// Leave forgets a holder at once (a replica that stops), so the others
-	// count it out without waiting for its beat to lapse. A holder with no
-	// row is no error.
-	Leave(ctx context.Context, holder string) error
+	// Leave counts a holder out at now (a replica that stops), so the
+	// others do not wait for its beat to lapse; its row is kept as a
+	// lapsed one's. A holder with no row is no error.
+	Leave(ctx context.Context, holder string, now time.Time) error
 }
 
 // CheckBeat refuses a beat every store refuses: an empty or too long

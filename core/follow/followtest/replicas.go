@@ -37,11 +37,11 @@ func (k *killable) ReleaseLease(ctx context.Context, f ledger.Follower, nonce st
 	return k.Ledger.ReleaseLease(ctx, f, nonce)
 }
 
-func (k *killable) Leave(ctx context.Context, holder string) error {
+func (k *killable) Leave(ctx context.Context, holder string, now time.Time) error {
 	if k.dead.Load() {
 		return ledger.ErrUnavailable
 	}
-	return k.Ledger.Leave(ctx, holder)
+	return k.Ledger.Leave(ctx, holder, now)
 }
 
 // replicaBindings is how many bindings the replicas share.

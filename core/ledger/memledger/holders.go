@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
 )
@@ -35,7 +36,7 @@ func (h *Holders) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holde
 	h.rows[p.Holder] = ledger.Holder{Name: p.Holder, Expires: p.Now.Add(p.TTL), Spent: maps.Clone(p.Spent)}
 	var out []ledger.Holder
 	for name, r := range h.rows {
-		if !r.Expires.After(p.Now) {
+		if !r.Expires.After(p.Now.Add(-ledger.KeepLapsed)) {
 			delete(h.rows, name)
 			continue
 		}
@@ -50,7 +51,7 @@ func (h *Holders) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holde
 }
 
 // Leave implements ledger.Holders.
-func (h *Holders) Leave(ctx context.Context, holder string) error {
+func (h *Holders) Leave(ctx context.Context, holder string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memledger: %w", err)
 	}
@@ -59,7 +60,10 @@ func (h *Holders) Leave(ctx context.Context, holder string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.rows, holder)
+	if r, ok := h.rows[holder]; ok && r.Expires.After(now) {
+		r.Expires = now
+		h.rows[holder] = r
+	}
 	return nil
 }
 
@@ -69,4 +73,6 @@ func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder
 }
 
 // Leave implements ledger.Holders.
-func (l *Ledger) Leave(ctx context.Context, holder string) error { return l.holders.Leave(ctx, holder) }
+func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
+	return l.holders.Leave(ctx, holder, now)
+}
