@@ -205,7 +205,7 @@ func (f *follower) run(ctx context.Context) error {
 			// Every poll is the binding's floor, scheduled or nudged: it
 			// goes whatever writes spend, paced within the budget with
 			// every other poll of its key (docs/decisions.md).
-			wait, err := f.poll(ctx, accessFloor, wasAnnounced)
+			wait, err := f.poll(ctx, wasAnnounced)
 			if err != nil {
 				return err
 			}
