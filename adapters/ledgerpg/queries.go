@@ -18,6 +18,17 @@ type followerQueries struct {
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
 
+// cursorAhead is true when the saved cursor's position (excluded) is past
+// the stored one (f): a later updated_at, or the same with a later item id
+// in the tracker's order (tracker.LessID): decimal ids by value, so "100"
+// is past "99", anything else byte by byte (the column is COLLATE "C").
+const cursorAhead = `(coalesce(excluded.cursor_updated_at, '-infinity') > coalesce(f.cursor_updated_at, '-infinity')
+		OR (coalesce(excluded.cursor_updated_at, '-infinity') = coalesce(f.cursor_updated_at, '-infinity')
+			AND CASE WHEN excluded.cursor_item_id ~ '^[0-9]+$' AND f.cursor_item_id ~ '^[0-9]+$'
+				THEN (length(ltrim(excluded.cursor_item_id, '0')), ltrim(excluded.cursor_item_id, '0'))
+					> (length(ltrim(f.cursor_item_id, '0')), ltrim(f.cursor_item_id, '0'))
+				ELSE excluded.cursor_item_id > f.cursor_item_id END))`
+
 const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
 
 func newQueries(schema string) queries {
@@ -109,15 +120,14 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 		lease:  s(`SELECT holder, expires FROM {s}.{f} WHERE ` + where),
 		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM {s}.{f} WHERE ` + where),
 		// Each part moves only forward: (updated_at, item_id) as a pair,
-		// seq, seeded and swept_at alone (ledger.Forward).
+		// seq, seeded and swept_at alone (ledger.Forward, whose id order
+		// cursorAhead follows).
 		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (tenant, workspace, name) DO UPDATE SET
-				cursor_updated_at = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
-						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+				cursor_updated_at = CASE WHEN ` + cursorAhead + `
 					THEN excluded.cursor_updated_at ELSE f.cursor_updated_at END,
-				cursor_item_id = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
-						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+				cursor_item_id = CASE WHEN ` + cursorAhead + `
 					THEN excluded.cursor_item_id ELSE f.cursor_item_id END,
 				cursor_seq = greatest(f.cursor_seq, excluded.cursor_seq),
 				seeded = f.seeded OR excluded.seeded,

@@ -409,9 +409,11 @@ func CheckFollower(f Follower) error {
 
 // Forward merges c into the saved cursor as SaveCursor does, moving each
 // part only forward: the (UpdatedAt, ItemID) position, Seq, Seeded,
-// SweptAt and PolledAt. Every store applies this one rule.
+// SweptAt and PolledAt. Every store applies this one rule. The position
+// orders item ids as the tracker's cursor does (tracker.LessID: decimal ids
+// by value, so "100" comes after "99").
 func Forward(saved, c Cursor) Cursor {
-	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && c.ItemID > saved.ItemID) {
+	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && tracker.LessID(saved.ItemID, c.ItemID)) {
 		saved.UpdatedAt, saved.ItemID = c.UpdatedAt, c.ItemID
 	}
 	if c.Seq > saved.Seq {
