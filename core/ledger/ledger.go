@@ -203,6 +203,10 @@ type DeadLetter struct {
 	Event  []byte
 	Reason string
 	At     time.Time
+	// Resolution is what an operator did with it (Operator's
+	// ResolveDeadLetter), "" while it is open, and ResolvedAt when.
+	Resolution Resolution
+	ResolvedAt time.Time
 }
 
 // WriteParams counts one relayr write to an item against the loop cap.
