@@ -112,8 +112,8 @@ func newQueries(schema string) queries {
 					(SELECT min(a) FROM unnest(ats) a WHERE a > $2) AS oldest
 				FROM {s}.relayr_tracker_writes WHERE tenant = $1) w
 			WHERE n >= $3 ORDER BY workspace, item_id LIMIT $4`),
-		tracker:   newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
-		log:       newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
+		tracker: newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
+		log:     newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
 	}
 }
 
