@@ -100,6 +100,8 @@ type Config struct {
 	Logger   *slog.Logger    // discards when nil
 	// Limits bound what callers hold at once (the defaults where zero).
 	Limits Limits
+	// UI is the operator's page at /relayr/ui/, behind OperatorToken.
+	UI UIConfig
 }
 
 // Limits bound what callers hold at once; zero is the default.
@@ -123,6 +125,7 @@ type API struct {
 	c       Config
 	tokens  []tokenEntry
 	op      [32]byte
+	uiKey   []byte
 	mux     *http.ServeMux
 	hooks   *hookSlots
 	replays *replayCache
@@ -208,10 +211,15 @@ func New(c Config) *API {
 	}
 	if c.OperatorToken != "" {
 		a.op = sha256.Sum256([]byte(c.OperatorToken))
+		a.uiKey = uiKey(c.OperatorToken)
 	}
 	for _, r := range a.routes() {
 		a.mux.HandleFunc(r.Method+" "+r.Pattern, r.h)
 	}
+	// The operator's page dispatches its own paths and methods, and
+	// answers HTML, never the API's JSON.
+	a.mux.HandleFunc(UIPath, a.serveUI)
+	a.mux.HandleFunc(strings.TrimSuffix(UIPath, "/"), a.serveUI)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such route", 0)
 	})
