@@ -385,6 +385,7 @@ func screenshots(t *testing.T, ctx context.Context) {
 		}
 		step(t, ctx, "the "+v.name+" viewport", chromedp.EmulateViewport(v.width, v.height, opts...),
 			chromedp.WaitVisible(chromedp.CSS(`td.lag.late`)))
+		eval[bool](t, ctx, `(() => { window.scrollTo(0, 0); return true })()`)
 		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		png, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
 		cancel()
