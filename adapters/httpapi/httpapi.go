@@ -1,11 +1,11 @@
 // Package httpapi is relayr's HTTP surface: the webhook nudges of ADR-0036,
 // the write API runs file, edit and comment through (ADR-0033), the event
-// feed, and health.
+// feed, health, and the operator's page (/relayr/ui/, HTML: ui.go).
 //
 // Every route but the webhooks' and health's takes a per-tenant bearer token,
 // compared in constant time; a token of one tenant reaches nothing of
-// another. Every body is limited, every error is JSON with a stable code, and
-// garbage gets a 4xx, never a 5xx.
+// another. Every body is limited, every error of the API is JSON with a
+// stable code (the page's are pages), and garbage gets a 4xx, never a 5xx.
 package httpapi
 
 import (
@@ -88,8 +88,8 @@ type Config struct {
 	Ledger       Pinger
 	// Tokens maps each bearer token to its tenant.
 	Tokens map[string]string
-	// OperatorToken guards /metrics and the status ("" leaves them
-	// closed).
+	// OperatorToken guards /metrics, the status and the operator's page
+	// ("" leaves them closed).
 	OperatorToken string
 	// Status answers GET /relayr/v1/status (a 503 when nil).
 	Status StatusSource

@@ -288,7 +288,7 @@ func (a *API) uiAsset(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	w.Header().Set("Content-Type", cmp.Or(mime.TypeByExtension(path.Ext(name)), "application/octet-stream"))
 	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = w.Write(b)
+	_, _ = w.Write(b) //nolint:gosec // G705: the binary's own embedded files, never input
 }
 
 // errorPage is what the error template shows.
@@ -375,7 +375,9 @@ func (a *API) uiSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	ttl := cmp.Or(a.c.UI.Session, DefaultUISession)
 	expires := a.c.Clock.Now().Add(ttl)
-	http.SetCookie(w, &http.Cookie{
+	// Secure over TLS; on plain HTTP (loopback, or TLS ended by a proxy)
+	// a Secure cookie would never come back (docs/decisions.md).
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure when the connection is TLS
 		Name: uiCookie, Value: a.session(expires), Path: UIPath, MaxAge: int(ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
@@ -408,7 +410,8 @@ func (a *API) uiSignOut(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.checkPost(w, r); !ok {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, //nolint:gosec // G124: as the sign-in's
+		MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	a.uiError(w, r, http.StatusOK, "Signed out", "You are signed out.", true)
 }
 

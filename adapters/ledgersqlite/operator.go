@@ -61,7 +61,15 @@ func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 	return out, err
 }
 
-func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, where string) ([]ledger.Claim, error) {
+// The operator's lists of claims: the tenant's, ordered, at most rows.
+const (
+	unrecordedClaims = `SELECT ` + claimColumns + ` FROM relayr_tracker_items
+		WHERE tenant = ? AND recorded = 0 AND deleted = 0 ORDER BY claimed_at, workspace, kind, key LIMIT ?`
+	deletedClaims = `SELECT ` + claimColumns + ` FROM relayr_tracker_items
+		WHERE tenant = ? AND deleted = 1 ORDER BY workspace, kind, key LIMIT ?`
+)
+
+func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, query string) ([]ledger.Claim, error) {
 	if err := ledger.CheckTenant(tenant); err != nil {
 		return nil, err
 	}
@@ -70,7 +78,7 @@ func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, where
 	}
 	var out []ledger.Claim
 	err := l.read(ctx, func(db *sql.DB) error {
-		rs, err := db.QueryContext(ctx, `SELECT `+claimColumns+` FROM relayr_tracker_items WHERE tenant = ? AND `+where+` LIMIT ?`, tenant, rows)
+		rs, err := db.QueryContext(ctx, query, tenant, rows)
 		if err != nil {
 			return err
 		}
@@ -89,12 +97,12 @@ func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, where
 
 // Unrecorded implements ledger.Operator.
 func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claimsWhere(ctx, tenant, rows, `recorded = 0 AND deleted = 0 ORDER BY claimed_at, workspace, kind, key`)
+	return l.claimsWhere(ctx, tenant, rows, unrecordedClaims)
 }
 
 // DeletedKeys implements ledger.Operator.
 func (l *Ledger) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claimsWhere(ctx, tenant, rows, `deleted = 1 ORDER BY workspace, kind, key`)
+	return l.claimsWhere(ctx, tenant, rows, deletedClaims)
 }
 
 // AtCap implements ledger.Operator: a write at w counts while Now-w <
