@@ -3,9 +3,9 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/hmac"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
