@@ -15,7 +15,7 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr clean
+.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr screenshots clean
 
 all: test
 
@@ -91,6 +91,12 @@ relayr:
 ## demo: the whole loop on loopback, no tracker installed.
 demo:
 	$(GO) run ./apps/relayr demo
+
+## screenshots: the operator page's screenshots in docs/ui, taken by its
+## browser tests in headless chromium (Debian's chromium package).
+screenshots:
+	cd apps/relayr && RELAYR_REQUIRE_BROWSER=1 RELAYR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
+		$(GO) test -count=1 -run TestOperatorPage ./internal/browser/
 
 ## fuzz-short / fuzz: every fuzz target, for a few seconds or about a minute each
 ## (counts of executions, not durations: scripts/fuzz.sh says why).

@@ -2,14 +2,20 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/core/faketracker"
+	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
 )
 
 // fuzzWorldUses is how many inputs one world serves before a fresh one, so
@@ -132,6 +138,63 @@ func FuzzWriteAPI(f *testing.F) {
 			if err := dec.Decode(&ok); err != nil {
 				t.Fatalf("answered %d to a body that doesn't decode: %v", rec.Code, err)
 			}
+		}
+	})
+}
+
+// uiWorld is a world with the operator's page on, over its ledger.
+func uiWorld(t *testing.T) *world {
+	return newWorld(t, func(c *httpapi.Config) {
+		led := c.Ledger.(*memledger.Ledger)
+		c.UI.Ledger = led
+		c.UI.Resolver = &follow.Resolver{Ledger: led, Sink: func(ledger.Follower) (follow.Sink, error) {
+			return nil, errors.New("no sink: the world has no subscription")
+		}}
+		c.Status = httpapi.StatusFunc(func(context.Context) (httpapi.StatusReport, error) {
+			return httpapi.StatusReport{Holder: "fuzz"}, nil
+		})
+	})
+}
+
+// FuzzUIQuery sends the operator's page any query: it answers the page or
+// a 400 page, never a 5xx.
+func FuzzUIQuery(f *testing.F) {
+	for _, s := range []string{"", "ws=acme/ops", "type=tracker:item_changed", "ws=%zz", "ws=a/b&ws=a/c", "ws=" + strings.Repeat("x", 2000), "x=1", "ws=acme/%ff"} {
+		f.Add(s)
+	}
+	var fw *world
+	f.Fuzz(func(t *testing.T, raw string) {
+		if fw == nil {
+			fw = uiWorld(t)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/relayr/ui/", nil)
+		req.URL.RawQuery = raw
+		req.Header.Set("Authorization", "Bearer "+opTok)
+		rec := serve(t, fw, req)
+		if rec.Code != http.StatusOK && rec.Code != http.StatusBadRequest {
+			t.Fatalf("query %q answered %d", raw, rec.Code)
+		}
+	})
+}
+
+// FuzzUIForm posts any form to the page's dead-letter action: it answers a
+// 4xx page, never a 5xx, and resolves nothing (the world has no dead
+// letter to resolve).
+func FuzzUIForm(f *testing.F) {
+	for _, s := range []string{"", "kind=log&tenant=acme&workspace=ops&name=rules&id=1&action=replay", "csrf=%zz", "kind=log&kind=log", "id=" + strings.Repeat("x", 9000)} {
+		f.Add(s)
+	}
+	var fw *world
+	f.Fuzz(func(t *testing.T, body string) {
+		if fw == nil {
+			fw = uiWorld(t)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/relayr/ui/dead-letters", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+opTok)
+		rec := serve(t, fw, req)
+		if rec.Code < 400 || rec.Code >= 500 {
+			t.Fatalf("form %q answered %d", body, rec.Code)
 		}
 	})
 }

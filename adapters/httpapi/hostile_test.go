@@ -174,7 +174,7 @@ func (l *errorLog) first() []string {
 // client that went away, and to know when every handler has returned.
 type serverSide struct {
 	h        http.Handler
-	inflight sync.WaitGroup
+	inflight inflight
 	served   atomic.Int64
 	mu       sync.Mutex
 	fivexx   []string
@@ -201,9 +201,42 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// inflight counts the handlers running. Unlike a WaitGroup it may be
+// waited on while a handler of a client that went away is still arriving
+// (a WaitGroup's Add from zero beside a Wait is a race).
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle *sync.Cond
+}
+
+func (f *inflight) add(d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.idle == nil {
+		f.idle = sync.NewCond(&f.mu)
+	}
+	f.n += d
+	if f.n == 0 {
+		f.idle.Broadcast()
+	}
+}
+
+// Wait returns once no handler is running.
+func (f *inflight) Wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.idle == nil {
+		f.idle = sync.NewCond(&f.mu)
+	}
+	for f.n > 0 {
+		f.idle.Wait()
+	}
+}
+
 func (s *serverSide) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+	s.inflight.add(1)
+	defer s.inflight.add(-1)
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
 		s.served.Add(1)

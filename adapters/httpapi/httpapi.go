@@ -1,11 +1,11 @@
 // Package httpapi is relayr's HTTP surface: the webhook nudges of ADR-0036,
 // the write API runs file, edit and comment through (ADR-0033), the event
-// feed, and health.
+// feed, health, and the operator's page (/relayr/ui/, HTML: ui.go).
 //
 // Every route but the webhooks' and health's takes a per-tenant bearer token,
 // compared in constant time; a token of one tenant reaches nothing of
-// another. Every body is limited, every error is JSON with a stable code, and
-// garbage gets a 4xx, never a 5xx.
+// another. Every body is limited, every error of the API is JSON with a
+// stable code (the page's are pages), and garbage gets a 4xx, never a 5xx.
 package httpapi
 
 import (
@@ -88,8 +88,8 @@ type Config struct {
 	Ledger       Pinger
 	// Tokens maps each bearer token to its tenant.
 	Tokens map[string]string
-	// OperatorToken guards /metrics and the status ("" leaves them
-	// closed).
+	// OperatorToken guards /metrics, the status and the operator's page
+	// ("" leaves them closed).
 	OperatorToken string
 	// Status answers GET /relayr/v1/status (a 503 when nil).
 	Status StatusSource
@@ -100,6 +100,8 @@ type Config struct {
 	Logger   *slog.Logger    // discards when nil
 	// Limits bound what callers hold at once (the defaults where zero).
 	Limits Limits
+	// UI is the operator's page at /relayr/ui/, behind OperatorToken.
+	UI UIConfig
 }
 
 // Limits bound what callers hold at once; zero is the default.
@@ -123,6 +125,7 @@ type API struct {
 	c       Config
 	tokens  []tokenEntry
 	op      [32]byte
+	uiKey   []byte
 	mux     *http.ServeMux
 	hooks   *hookSlots
 	replays *replayCache
@@ -208,10 +211,15 @@ func New(c Config) *API {
 	}
 	if c.OperatorToken != "" {
 		a.op = sha256.Sum256([]byte(c.OperatorToken))
+		a.uiKey = uiKey(c.OperatorToken)
 	}
 	for _, r := range a.routes() {
 		a.mux.HandleFunc(r.Method+" "+r.Pattern, r.h)
 	}
+	// The operator's page dispatches its own paths and methods, and
+	// answers HTML, never the API's JSON.
+	a.mux.HandleFunc(UIPath, a.serveUI)
+	a.mux.HandleFunc(strings.TrimSuffix(UIPath, "/"), a.serveUI)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such route", 0)
 	})

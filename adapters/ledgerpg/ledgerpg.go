@@ -815,13 +815,11 @@ func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.D
 	var out []ledger.DeadLetter
 	err := l.query(ctx, f.Tenant, l.followers(f).deadLetters, followerArgs(f), func(rows pgx.Rows) error {
 		for rows.Next() {
-			d := ledger.DeadLetter{Follower: f}
-			var at pgtype.Timestamptz
-			if err := rows.Scan(&d.ID, &d.Seq, &d.Event, &d.Reason, &at); err != nil {
+			var d deadLetterScan
+			if err := rows.Scan(d.dest()...); err != nil {
 				return err
 			}
-			d.At = fromTS(at)
-			out = append(out, d)
+			out = append(out, d.deadLetter(f))
 		}
 		return rows.Err()
 	})

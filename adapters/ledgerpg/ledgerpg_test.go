@@ -71,6 +71,9 @@ func TestContract(t *testing.T) {
 			t.Run("EventLog", func(t *testing.T) {
 				eventlogtest.Run(t, func(t *testing.T) eventlog.Log { return newStore(t, run.rls, nil) })
 			})
+			t.Run("Operator", func(t *testing.T) {
+				ledgertest.RunOperator(t, func(t *testing.T) ledgertest.OperatorStore { return newStore(t, run.rls, nil) })
+			})
 		})
 	}
 }

@@ -8,16 +8,30 @@ type queries struct {
 	valuesForUpdate, setValues, countWrite, forgetWrites    string
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
 	followed, ping, appendEvent, readEvents, headEvent      string
+	latestEvents, unrecorded, deletedKeys, atCap            string
 	beat, leave                                             string
 	tracker, log                                            followerQueries
 }
 
+const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolved_at`
+
 type followerQueries struct {
-	takeLease, renewLease, releaseLease, lease, cursor, saveCursor, deadLetter, deadLetters string
+	takeLease, renewLease, releaseLease, lease, cursor, saveCursor, deadLetter, deadLetters, resolve string
 }
 
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
+
+// cursorAhead is true when the saved cursor's position (excluded) is past
+// the stored one (f): a later updated_at, or the same with a later item id
+// in the tracker's order (tracker.LessID): decimal ids by value, so "100"
+// is past "99", anything else byte by byte (the column is COLLATE "C").
+const cursorAhead = `(coalesce(excluded.cursor_updated_at, '-infinity') > coalesce(f.cursor_updated_at, '-infinity')
+		OR (coalesce(excluded.cursor_updated_at, '-infinity') = coalesce(f.cursor_updated_at, '-infinity')
+			AND CASE WHEN excluded.cursor_item_id ~ '^[0-9]+$' AND f.cursor_item_id ~ '^[0-9]+$'
+				THEN (length(ltrim(excluded.cursor_item_id, '0')), ltrim(excluded.cursor_item_id, '0'))
+					> (length(ltrim(f.cursor_item_id, '0')), ltrim(f.cursor_item_id, '0'))
+				ELSE excluded.cursor_item_id > f.cursor_item_id END))`
 
 const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
 
@@ -99,8 +113,21 @@ func newQueries(schema string) queries {
 		readEvents: s(`SELECT seq, id, type, correlation, data, at FROM {s}.relayr_events
 			WHERE tenant = $1 AND workspace = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
 		headEvent: s(`SELECT coalesce(max(seq), 0) FROM {s}.relayr_events WHERE tenant = $1 AND workspace = $2`),
-		tracker:   newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
-		log:       newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
+		latestEvents: s(`SELECT seq, id, type, correlation, data, at FROM {s}.relayr_events
+			WHERE tenant = $1 AND workspace = $2 AND ($3 = '' OR type = $3) ORDER BY seq DESC LIMIT $4`),
+		unrecorded: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items
+			WHERE tenant = $1 AND NOT recorded AND NOT deleted ORDER BY claimed_at, workspace, kind, key LIMIT $2`),
+		deletedKeys: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items
+			WHERE tenant = $1 AND deleted ORDER BY workspace, kind, key LIMIT $2`),
+		// A write at w counts while now-w < window, as countWrite keeps it.
+		atCap: s(`SELECT workspace, item_id, n, oldest FROM (
+				SELECT workspace, item_id,
+					(SELECT count(*) FROM unnest(ats) a WHERE a > $2) AS n,
+					(SELECT min(a) FROM unnest(ats) a WHERE a > $2) AS oldest
+				FROM {s}.relayr_tracker_writes WHERE tenant = $1) w
+			WHERE n >= $3 ORDER BY workspace, item_id LIMIT $4`),
+		tracker: newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
+		log:     newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),
 	}
 }
 
@@ -123,15 +150,14 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 		lease:  s(`SELECT holder, expires FROM {s}.{f} WHERE ` + where),
 		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM {s}.{f} WHERE ` + where),
 		// Each part moves only forward: (updated_at, item_id) as a pair,
-		// seq, seeded and swept_at alone (ledger.Forward).
+		// seq, seeded and swept_at alone (ledger.Forward, whose id order
+		// cursorAhead follows).
 		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (tenant, workspace, name) DO UPDATE SET
-				cursor_updated_at = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
-						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+				cursor_updated_at = CASE WHEN ` + cursorAhead + `
 					THEN excluded.cursor_updated_at ELSE f.cursor_updated_at END,
-				cursor_item_id = CASE WHEN (coalesce(excluded.cursor_updated_at, '-infinity'), excluded.cursor_item_id)
-						> (coalesce(f.cursor_updated_at, '-infinity'), f.cursor_item_id)
+				cursor_item_id = CASE WHEN ` + cursorAhead + `
 					THEN excluded.cursor_item_id ELSE f.cursor_item_id END,
 				cursor_seq = greatest(f.cursor_seq, excluded.cursor_seq),
 				seeded = f.seeded OR excluded.seeded,
@@ -140,7 +166,16 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 		deadLetter: s(`INSERT INTO {s}.{d} (tenant, workspace, name, event_id, seq, event, reason, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`),
-		deadLetters: s(`SELECT event_id, seq, event, reason, at FROM {s}.{d}
+		deadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {s}.{d}
 			WHERE ` + where + ` ORDER BY at NULLS FIRST, n`),
+		// An open dead letter is resolved; the row is answered as it
+		// stands, with whether this statement resolved it.
+		resolve: s(`WITH u AS (UPDATE {s}.{d} SET resolution = $5, resolved_at = $6
+				WHERE ` + where + ` AND event_id = $4 AND resolution = ''
+				RETURNING ` + deadLetterColumns + `)
+			SELECT ` + deadLetterColumns + `, true FROM u
+			UNION ALL
+			SELECT ` + deadLetterColumns + `, false FROM {s}.{d}
+				WHERE ` + where + ` AND event_id = $4 AND NOT EXISTS (SELECT 1 FROM u)`),
 	}
 }

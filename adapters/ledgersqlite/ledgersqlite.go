@@ -895,19 +895,17 @@ func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.D
 	}
 	var out []ledger.DeadLetter
 	err := l.read(ctx, func(db *sql.DB) error {
-		rows, err := db.QueryContext(ctx, withTable(`SELECT event_id, seq, event, reason, at FROM {table}
+		rows, err := db.QueryContext(ctx, withTable(`SELECT `+deadLetterColumns+` FROM {table}
 			WHERE tenant = ? AND workspace = ? AND name = ? ORDER BY coalesce(at, 0), n`, deadLetterTable(f)), f.Tenant, f.Workspace, f.Name)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			d := ledger.DeadLetter{Follower: f}
-			var at sql.NullInt64
-			if err := rows.Scan(&d.ID, &d.Seq, &d.Event, &d.Reason, &at); err != nil {
+			d, err := scanDeadLetter(rows, f)
+			if err != nil {
 				return err
 			}
-			d.At = fromNanos(at)
 			out = append(out, d)
 		}
 		return rows.Err()

@@ -42,6 +42,9 @@ func TestContract(t *testing.T) {
 		t.Run("EventLog", func(t *testing.T) {
 			eventlogtest.Run(t, func(t *testing.T) eventlog.Log { return newLedger(t) })
 		})
+		t.Run("Operator", func(t *testing.T) {
+			ledgertest.RunOperator(t, func(t *testing.T) ledgertest.OperatorStore { return newLedger(t) })
+		})
 	})
 }
 

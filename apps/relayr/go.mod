@@ -3,7 +3,9 @@ module github.com/relayr-go/relayr/apps/relayr
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/nats-io/nats.go v1.55.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/relayr-go/relayr/adapters/httpapi v0.0.0
@@ -16,7 +18,8 @@ require (
 )
 
 require (
-	github.com/nats-io/nats.go v1.55.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 )

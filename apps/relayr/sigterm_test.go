@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,7 @@ func TestSIGTERMGivesTheLeasesUpAtOnce(t *testing.T) {
 	_ = ln.Close()
 	cfg := fmt.Sprintf(`listen = %q
 holder = "replica-a"
+operator_token = {env = "OP_TOKEN"}
 
 [timings]
 poll = "1s"
@@ -65,7 +67,8 @@ identifier = %q
 	}
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", path)
-	cmd.Env = append(os.Environ(), "ACME_TOKEN=sigterm-token-of-acme-0123456789abcdef", "ACME_PLANE_KEY="+plane.Bot.Key)
+	const opToken = "sigterm-operator-token-0123456789abcdef"
+	cmd.Env = append(os.Environ(), "ACME_TOKEN=sigterm-token-of-acme-0123456789abcdef", "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN="+opToken)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -83,8 +86,27 @@ identifier = %q
 		_ = res.Body.Close()
 		return res.StatusCode == http.StatusOK
 	})
-	waitUntil(t, 20*time.Second, "the follower never read the project", func() bool {
-		return plane.Count("GET", "work-items") > 0
+	// The status says when the first read completed (its cursor saved).
+	waitUntil(t, 20*time.Second, "the follower never completed its first read", func() bool {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/relayr/v1/status", nil)
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Authorization", "Bearer "+opToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer func() { _ = res.Body.Close() }()
+		var st struct {
+			Bindings []struct {
+				PolledAt *time.Time `json:"polled_at"`
+			} `json:"bindings"`
+		}
+		if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&st) != nil {
+			return false
+		}
+		return len(st.Bindings) == 1 && st.Bindings[0].PolledAt != nil && !st.Bindings[0].PolledAt.IsZero()
 	})
 
 	start := time.Now()

@@ -17,9 +17,11 @@
 //     interval stretches evenly (Interval). This departs from the ADR, whose
 //     polls take only what is left: a rule that writes all day starved them
 //     (docs/decisions.md).
-//   - Everything else a follower reads (a nudged poll, a sweep ahead of its
-//     day, a first read's further pages) takes only what is left after the
-//     writes and the floor (Spare), as the ADR has it.
+//   - A poll the pacer admitted goes on at the tracker's speed within the
+//     minute's room (Continue): its comment reads and next pages.
+//   - Everything else a follower reads (a sweep ahead of its day, a first
+//     read's further pages) takes only what is left after the writes and
+//     the floor (Spare, Idle), as the ADR has it.
 package budget
 
 import (
@@ -327,7 +329,8 @@ func (b *Budget) floorNeed(a *account) float64 {
 
 // floorCapacity is the requests a minute the followers' polls may take of
 // the replica's share: all of it but a tenth, which keeps room for a
-// connection's reads and a nudged poll beside them; b.mu is held.
+// connection's reads and a poll's further requests beside them; b.mu is
+// held.
 func (b *Budget) floorCapacity() float64 {
 	return float64(b.share() - max(1, b.share()/10))
 }
@@ -475,7 +478,7 @@ func (b *Budget) Spare(ctx context.Context, key string) (context.Context, func()
 // Idle is Spare for reading ahead of need (a sweep before its day): it
 // answers a context only while the key's minute is less than half spent,
 // its floor's polls included, so work that can wait never takes what a
-// nudge or a burst of writes would want.
+// poll or a burst of writes would want.
 func (b *Budget) Idle(ctx context.Context, key string) (context.Context, func(), bool) {
 	return b.spare(ctx, key, true)
 }
@@ -704,10 +707,11 @@ type KeyStatus struct {
 	// polls less often than its interval (see Interval).
 	Stretched bool `json:"stretched"`
 	// RateLimited counts the 429s the tracker answered; SpareRefused the
-	// spare requests (nudged polls, early sweeps) the budget refused.
+	// spare requests (early sweeps, a first read's further pages) the
+	// budget refused.
 	RateLimited  int64 `json:"rate_limited"`
 	SpareRefused int64 `json:"spare_refused"`
-	// Queued is how many scheduled polls wait for the pacer now.
+	// Queued is how many polls wait for the pacer now.
 	Queued int `json:"queued"`
 }
 

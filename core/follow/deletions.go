@@ -93,8 +93,8 @@ func (f *follower) checkThenRead(ctx context.Context, pr *pollRun) error {
 }
 
 // checkDeleted reads each item a delivery reported deleted, one request
-// each through the follower's budget as the poll draws on it (a scheduled
-// poll's floor, a nudged poll's spare), and removes those the tracker no
+// each through the follower's budget as the poll draws on it (within the
+// minute's room once the pacer admitted the poll), and removes those the tracker no
 // longer has, as the sweep removes them (sweep.go), with deleted: true.
 // What a failure (the budget spent, the tracker unavailable) leaves
 // unchecked is kept for the next poll.

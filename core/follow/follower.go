@@ -325,7 +325,7 @@ func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.T
 			*nextRenew = fs.clock.Now().Add(fs.opts.renewEvery())
 		}
 	}()
-	wait, err := f.poll(pctx, accessFloor, announced)
+	wait, err := f.poll(pctx, announced)
 	cancel()
 	<-renewed
 	if !ls.held() {

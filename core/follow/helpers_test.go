@@ -241,6 +241,13 @@ func (r *recorder) SameDescription(set, held string) bool {
 	return tracker.SameDescription(r.Tracker, set, held)
 }
 
+// count answers how many queries the polls made.
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queries)
+}
+
 // first answers the first query of each read (each poll's, and each
 // sweep's).
 func (r *recorder) first() []query {

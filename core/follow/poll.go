@@ -90,12 +90,12 @@ func hashID(id string) uint64 {
 type access int
 
 const (
-	// accessFloor: a scheduled poll, which writes never hold back; it
-	// waits only for the key's pacer (budget.Floor).
+	// accessFloor: a poll, scheduled or nudged, which writes never hold
+	// back; its first request waits only for the key's pacer
+	// (budget.Floor), the rest for the minute's room (budget.Continue).
 	accessFloor access = iota + 1
-	// accessSpare: a nudged poll, a first read's or an overdue sweep's
-	// further pages, a removal's check: only what is left
-	// (budget.Spare).
+	// accessSpare: a first read's or an overdue sweep's further pages:
+	// only what is left (budget.Spare).
 	accessSpare
 	// accessIdle: a sweep ahead of its day, only while the key is mostly
 	// idle (budget.Idle).
@@ -128,9 +128,9 @@ type pollRun struct {
 
 // poll reads what changed and publishes it. It answers how long to wait
 // when the tracker asked for a wait, and a stop's error.
-func (f *follower) poll(ctx context.Context, use access, announced bool) (time.Duration, error) {
+func (f *follower) poll(ctx context.Context, announced bool) (time.Duration, error) {
 	fs := f.fs
-	pr := &pollRun{use: use, announced: announced}
+	pr := &pollRun{use: accessFloor, announced: announced}
 	start := fs.clock.Now()
 	err := f.checkThenRead(ctx, pr)
 	took := fs.clock.Now().Sub(start)
@@ -278,9 +278,6 @@ func (f *follower) read(ctx context.Context, pr *pollRun) error {
 	pos := tracker.Cursor{UpdatedAt: cur.UpdatedAt, ID: cur.ItemID}
 	if err := f.readFrom(ctx, r, pos, pr.use, pr.use); err != nil {
 		return err
-	}
-	if pr.use != accessFloor {
-		return nil // a nudged poll reads what changed, no more
 	}
 	since := now.Sub(cur.SweptAt)
 	overdue := since >= fs.opts.SweepEvery

@@ -51,7 +51,7 @@ type BindingStatus struct {
 	Stopped     string `json:"stopped,omitempty"`
 	SwitchedOff bool   `json:"switched_off"`
 
-	// This process's counts: nudged polls deferred for budget, changes
+	// This process's counts: polls the key's pacer made wait, changes
 	// published that no nudge announced (a silent webhook shows here),
 	// and its last poll's requests, events published and failure.
 	PollsDeferred     int64  `json:"polls_deferred"`

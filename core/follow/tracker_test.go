@@ -668,10 +668,7 @@ func spareRunsOutAtAnItem(t *testing.T) {
 	if c := e.cursor(); c.Seeded {
 		t.Fatal("the first read finished on the floor's page alone")
 	}
-	e.rec.mu.Lock()
-	n := len(e.rec.queries)
-	e.rec.mu.Unlock()
-	if n != 1 {
+	if n := e.rec.count(); n != 1 {
 		t.Fatalf("%d pages read while writes spent the minute, want the floor's one", n)
 	}
 	e.after(2 * time.Minute) // the writes' minute passes

@@ -5,7 +5,9 @@
 // against (relayr_tracker_snapshots, ADR-0036), the followers' cursors and
 // leases (relayr_tracker_followers, relayr_followers, ADR-0015), their dead
 // letters (relayr_tracker_dead_letters, relayr_dead_letters), and relayr's
-// writes to each item, which the loop cap counts.
+// writes to each item, which the loop cap counts. Operator (operator.go)
+// is what an operator's page reads beyond the status, and the one thing it
+// records: what was done with a dead letter.
 //
 // Every mutable row (a claim, a lease) carries a nonce, and every change
 // writes a new one; a change conditioned on a nonce its caller no longer
@@ -203,6 +205,10 @@ type DeadLetter struct {
 	Event  []byte
 	Reason string
 	At     time.Time
+	// Resolution is what an operator did with it (Operator's
+	// ResolveDeadLetter), "" while it is open, and ResolvedAt when.
+	Resolution Resolution
+	ResolvedAt time.Time
 }
 
 // WriteParams counts one relayr write to an item against the loop cap.
@@ -410,9 +416,11 @@ func CheckFollower(f Follower) error {
 
 // Forward merges c into the saved cursor as SaveCursor does, moving each
 // part only forward: the (UpdatedAt, ItemID) position, Seq, Seeded,
-// SweptAt and PolledAt. Every store applies this one rule.
+// SweptAt and PolledAt. Every store applies this one rule. The position
+// orders item ids as the tracker's cursor does (tracker.LessID: decimal ids
+// by value, so "100" comes after "99").
 func Forward(saved, c Cursor) Cursor {
-	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && c.ItemID > saved.ItemID) {
+	if c.UpdatedAt.After(saved.UpdatedAt) || (c.UpdatedAt.Equal(saved.UpdatedAt) && tracker.LessID(saved.ItemID, c.ItemID)) {
 		saved.UpdatedAt, saved.ItemID = c.UpdatedAt, c.ItemID
 	}
 	if c.Seq > saved.Seq {

@@ -39,13 +39,12 @@ const (
 	Echoes = "relayr.trackers.echoes"
 	// RateLimited counts the 429s a tracker answered, per tenant's key.
 	RateLimited = "relayr.trackers.rate_limited"
-	// SpareRefused counts the spare requests (a nudged poll, an early
-	// sweep) the budget refused a key for want of what writes and the
+	// SpareRefused counts the spare requests (an early sweep, a first
+	// read's further pages) the budget refused a key for want of what writes and the
 	// floor left.
 	SpareRefused = "relayr.budget.spare_refused"
-	// PollsDeferred counts a binding's polls deferred for budget: a nudged
-	// poll with nothing to spare, which waits for the binding's next
-	// scheduled poll.
+	// PollsDeferred counts a binding's polls whose start the key's pacer
+	// made wait (budget.Floor): a key whose polls queue.
 	PollsDeferred = "relayr.followers.polls_deferred"
 	// Polls counts a binding's completed polls.
 	Polls = "relayr.followers.polls"

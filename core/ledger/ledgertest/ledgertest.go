@@ -831,6 +831,22 @@ var _ = add("CursorOnlyMovesForward", func(t *testing.T, l ledger.Ledger) {
 	}
 })
 
+var _ = add("CursorOrdersDecimalItemIDsByValue", func(t *testing.T, l ledger.Ledger) {
+	// Two Vikunja tasks changed in the same second: 100 comes after 99, as
+	// tracker.Cursor.Before orders them, and "99" never moves it back.
+	f := follower(ledger.TrackerFollower)
+	for i, s := range []struct{ save, want string }{
+		{"9", "9"}, {"10", "10"}, {"99", "99"}, {"100", "100"}, {"99", "100"}, {"0101", "0101"},
+	} {
+		mustNil(t, l.SaveCursor(t.Context(), f, ledger.Cursor{UpdatedAt: t0, ItemID: s.save}))
+		got, err := l.Cursor(t.Context(), f)
+		mustNil(t, err)
+		if got.ItemID != s.want {
+			t.Fatalf("step %d: saved %q, cursor at %q, want %q", i, s.save, got.ItemID, s.want)
+		}
+	}
+})
+
 var _ = add("TrackerAndLogFollowersOfOneNameAreApart", func(t *testing.T, l ledger.Ledger) {
 	_, err := take(l, t.Context(), follower(ledger.TrackerFollower), "replica-1", t0)
 	mustNil(t, err)

@@ -647,3 +647,153 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 	}
 	return out, nil
 }
+
+var _ ledger.Operator = (*Ledger)(nil)
+
+// LatestEvents implements ledger.Operator.
+func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
+	if err := ledger.CheckEventQuery(q); err != nil {
+		return nil, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer l.mu.Unlock()
+	wl := l.logs[workspaceKey{q.Tenant, q.Workspace}]
+	if wl == nil {
+		return nil, nil
+	}
+	var out []eventlog.Event
+	for i := len(wl.events) - 1; i >= 0 && len(out) < q.Limit; i-- {
+		e := wl.events[i]
+		if q.Type != "" && e.Type != q.Type {
+			continue
+		}
+		e.Data = bytes.Clone(e.Data)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// claimsWhere answers the tenant's claims keep keeps, ordered by cmp, at
+// most rows.
+func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, keep func(*ledger.Claim) bool, cmp func(a, b ledger.Claim) int) ([]ledger.Claim, error) {
+	if err := ledger.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := ledger.CheckRows(rows); err != nil {
+		return nil, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer l.mu.Unlock()
+	var out []ledger.Claim
+	for k, c := range l.claims {
+		if k.Tenant == tenant && keep(c) {
+			out = append(out, copyClaim(c))
+		}
+	}
+	slices.SortFunc(out, cmp)
+	if len(out) > rows {
+		out = out[:rows]
+	}
+	return out, nil
+}
+
+func byKey(a, b ledger.Claim) int {
+	if c := cmpString(a.Workspace, b.Workspace); c != 0 {
+		return c
+	}
+	if c := cmpString(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	return cmpString(a.Key.Key, b.Key.Key)
+}
+
+// Unrecorded implements ledger.Operator.
+func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claimsWhere(ctx, tenant, rows, func(c *ledger.Claim) bool { return !c.Recorded && !c.Deleted },
+		func(a, b ledger.Claim) int {
+			if c := a.ClaimedAt.Compare(b.ClaimedAt); c != 0 {
+				return c
+			}
+			return byKey(a, b)
+		})
+}
+
+// DeletedKeys implements ledger.Operator.
+func (l *Ledger) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claimsWhere(ctx, tenant, rows, func(c *ledger.Claim) bool { return c.Deleted }, byKey)
+}
+
+// AtCap implements ledger.Operator.
+func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
+	if err := ledger.CheckCapQuery(q); err != nil {
+		return nil, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer l.mu.Unlock()
+	since := q.Now.Add(-q.Window)
+	var out []ledger.CapItem
+	for k, ws := range l.writes {
+		if k.tenant != q.Tenant {
+			continue
+		}
+		it := ledger.CapItem{Tenant: k.tenant, Workspace: k.workspace, ItemID: k.itemID}
+		for _, w := range ws {
+			if w.After(since) {
+				if it.Writes == 0 || w.Before(it.Oldest) {
+					it.Oldest = w
+				}
+				it.Writes++
+			}
+		}
+		if it.Writes >= q.Limit {
+			out = append(out, it)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.CapItem) int {
+		if c := cmpString(a.Workspace, b.Workspace); c != 0 {
+			return c
+		}
+		return cmpString(a.ItemID, b.ItemID)
+	})
+	if len(out) > q.Rows {
+		out = out[:q.Rows]
+	}
+	return out, nil
+}
+
+// ResolveDeadLetter implements ledger.Operator.
+func (l *Ledger) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
+	if err := ledger.CheckResolution(f, id, r, now); err != nil {
+		return ledger.DeadLetter{}, false, err
+	}
+	if err := l.begin(ctx); err != nil {
+		return ledger.DeadLetter{}, false, err
+	}
+	defer l.mu.Unlock()
+	dl := l.dead[f]
+	if dl == nil {
+		return ledger.DeadLetter{}, false, ledger.ErrNotFound
+	}
+	for i := range dl.list {
+		d := &dl.list[i]
+		if d.ID != id {
+			continue
+		}
+		if d.Resolution != "" {
+			out := *d
+			out.Event = bytes.Clone(d.Event)
+			return out, false, nil
+		}
+		d.Resolution, d.ResolvedAt = r, now
+		out := *d
+		out.Event = bytes.Clone(d.Event)
+		return out, true, nil
+	}
+	return ledger.DeadLetter{}, false, ledger.ErrNotFound
+}

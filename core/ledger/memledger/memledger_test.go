@@ -29,3 +29,7 @@ func BenchmarkFiling(b *testing.B) {
 		})
 	}
 }
+
+func TestOperatorContract(t *testing.T) {
+	ledgertest.RunOperator(t, func(*testing.T) ledgertest.OperatorStore { return memledger.New() })
+}

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,10 +38,12 @@ import (
 	"github.com/relayr-go/relayr/core/writes"
 )
 
-// Store is a ledger that is also the event log, as both SQL ledgers are.
+// Store is a ledger that is also the event log, as both SQL ledgers are,
+// and answers the operator's page.
 type Store interface {
 	ledger.Ledger
 	eventlog.Log
+	ledger.Operator
 }
 
 // App is a wired service.
@@ -76,6 +79,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Integrations switches trackers per workspace (Always when nil).
 	Integrations integrations.Integrations
+	// UIRefresh is how often the operator's page refreshes its sections
+	// (httpapi.DefaultUIRefresh when zero).
+	UIRefresh time.Duration
 }
 
 // OpenStore opens the configured ledger; migrate applies PostgreSQL's
@@ -240,6 +246,11 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		}),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,
+		UI: httpapi.UIConfig{
+			Ledger: store, Resolver: a.resolver(log, o),
+			CapWindow: t.CapWindow.Or(writes.DefaultCapWindow), CapLimit: cmp.Or(t.CapLimit, writes.DefaultCapLimit),
+			Refresh: o.UIRefresh,
+		},
 	})
 	return a, nil
 }
@@ -320,6 +331,24 @@ func (a *App) notifyDelivery(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+}
+
+// resolver replays and skips dead letters for the operator's page: a log
+// follower's replay goes to its subscription's sink, a tracker follower's
+// into its workspace's log, each under the event's own id.
+func (a *App) resolver(log eventlog.Log, o Options) *follow.Resolver {
+	return &follow.Resolver{
+		Ledger: a.Store, Clock: o.Clock, Logger: o.Logger,
+		Sink: func(f ledger.Follower) (follow.Sink, error) {
+			if f.Kind == ledger.TrackerFollower {
+				return follow.LogSink{Log: log, Publisher: eventlog.TrackerPublisher}, nil
+			}
+			if sink, ok := a.sinks[subKey(f.Tenant, f.Workspace, f.Name)]; ok {
+				return sink, nil
+			}
+			return nil, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
+		},
+	}
 }
 
 // Close closes the subscriptions' connections and the ledger.

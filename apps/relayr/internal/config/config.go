@@ -27,7 +27,7 @@ import (
 type Config struct {
 	// Listen is the HTTP address ("127.0.0.1:8080").
 	Listen string `toml:"listen"`
-	// OperatorToken guards /metrics.
+	// OperatorToken guards /metrics, the status and the operator's page.
 	OperatorToken Secret `toml:"operator_token"`
 	// Holder names this replica in leases (the host name by default).
 	Holder string `toml:"holder"`

@@ -1,0 +1,138 @@
+package ledgerpg
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/ledger"
+)
+
+var _ ledger.Operator = (*Ledger)(nil)
+
+// deadLetterScan reads deadLetterColumns.
+type deadLetterScan struct {
+	d              ledger.DeadLetter
+	at, resolvedAt pgtype.Timestamptz
+	resolution     string
+}
+
+func (s *deadLetterScan) dest() []any {
+	return []any{&s.d.ID, &s.d.Seq, &s.d.Event, &s.d.Reason, &s.at, &s.resolution, &s.resolvedAt}
+}
+
+func (s *deadLetterScan) deadLetter(f ledger.Follower) ledger.DeadLetter {
+	d := s.d
+	d.Follower, d.At, d.Resolution, d.ResolvedAt = f, fromTS(s.at), ledger.Resolution(s.resolution), fromTS(s.resolvedAt)
+	return d
+}
+
+// LatestEvents implements ledger.Operator.
+func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
+	if err := ledger.CheckEventQuery(q); err != nil {
+		return nil, err
+	}
+	var out []eventlog.Event
+	err := l.query(ctx, q.Tenant, l.q.latestEvents, []any{q.Tenant, q.Workspace, q.Type, q.Limit}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			e := eventlog.Event{Tenant: q.Tenant, Workspace: q.Workspace}
+			var (
+				at   pgtype.Timestamptz
+				data []byte
+			)
+			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
+				return err
+			}
+			if len(data) > 0 {
+				e.Data = data
+			}
+			e.At = fromTS(at)
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func (l *Ledger) claims(ctx context.Context, sql, tenant string, rows int) ([]ledger.Claim, error) {
+	if err := ledger.CheckTenant(tenant); err != nil {
+		return nil, err
+	}
+	if err := ledger.CheckRows(rows); err != nil {
+		return nil, err
+	}
+	var out []ledger.Claim
+	err := l.query(ctx, tenant, sql, []any{tenant, rows}, func(rs pgx.Rows) error {
+		for rs.Next() {
+			var s claimScan
+			if err := rs.Scan(s.dest()...); err != nil {
+				return err
+			}
+			c, err := s.claim()
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rs.Err()
+	})
+	return out, err
+}
+
+// Unrecorded implements ledger.Operator.
+func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claims(ctx, l.q.unrecorded, tenant, rows)
+}
+
+// DeletedKeys implements ledger.Operator.
+func (l *Ledger) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claims(ctx, l.q.deletedKeys, tenant, rows)
+}
+
+// AtCap implements ledger.Operator.
+func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
+	if err := ledger.CheckCapQuery(q); err != nil {
+		return nil, err
+	}
+	var out []ledger.CapItem
+	err := l.query(ctx, q.Tenant, l.q.atCap, []any{q.Tenant, ts(q.Now.Add(-q.Window)), q.Limit, q.Rows}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			it := ledger.CapItem{Tenant: q.Tenant}
+			var (
+				n      int64
+				oldest pgtype.Timestamptz
+			)
+			if err := rows.Scan(&it.Workspace, &it.ItemID, &n, &oldest); err != nil {
+				return err
+			}
+			it.Writes, it.Oldest = int(n), fromTS(oldest)
+			out = append(out, it)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ResolveDeadLetter implements ledger.Operator: one statement resolves an
+// open dead letter and answers the row as it stands.
+func (l *Ledger) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
+	if err := ledger.CheckResolution(f, id, r, now); err != nil {
+		return ledger.DeadLetter{}, false, err
+	}
+	var (
+		s       deadLetterScan
+		changed bool
+	)
+	err := l.row(ctx, f.Tenant, l.followers(f).resolve, append(followerArgs(f), id, string(r), ts(now)), append(s.dest(), &changed)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.DeadLetter{}, false, ledger.ErrNotFound
+	}
+	if err != nil {
+		return ledger.DeadLetter{}, false, err
+	}
+	return s.deadLetter(f), changed, nil
+}
