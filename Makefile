@@ -76,10 +76,10 @@ bench: db nats
 	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
 		./core/follow ./core/ledger/memledger ./adapters/ledgersqlite ./adapters/ledgerpg ./adapters/httpapi ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
-	set -o pipefail; $(GO) test -count=1 -run 'Figure' -v ./core/follow ./adapters/plane | grep FIGURE | tee -a bin/bench.txt
+	set -o pipefail; $(GO) test -count=1 -run 'Figure' -v ./core/follow ./adapters/plane ./adapters/ledgerpg | grep FIGURE | tee -a bin/bench.txt
 	$(GO) run ./adapters/ledgerpg/tools/benchtable < bin/bench.txt
 
-## chaos: the full chaos run: two replicas of the built binary on PostgreSQL
+## chaos: the full chaos run: three replicas of the built binary on PostgreSQL
 ## with RLS, 2,000 keys, 16 clients, faults and kills (make test runs a short one).
 chaos: db
 	RELAYR_CHAOS=full RELAYR_REQUIRE_DB=1 $(GO) test -count=1 -timeout 30m -run TestChaos -v ./apps/relayr

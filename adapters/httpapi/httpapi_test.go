@@ -421,7 +421,7 @@ func TestOpenAPIDescribesTheStatusAsItIs(t *testing.T) {
 	}
 	for schema, v := range map[string]any{
 		"StatusReport": httpapi.StatusReport{}, "BindingStatus": follow.BindingStatus{}, "KeyStatus": budget.KeyStatus{},
-		"LogStatus":     follow.LogStatus{},
+		"LogStatus": follow.LogStatus{}, "ShareStatus": follow.ShareStatus{},
 		"EnsureRequest": httpapi.EnsureRequest{}, "UpdateRequest": httpapi.UpdateRequest{},
 	} {
 		props := doc.Components.Schemas[schema].Properties

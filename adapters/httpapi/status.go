@@ -20,6 +20,9 @@ type StatusReport struct {
 	Now      time.Time              `json:"now"`
 	Bindings []follow.BindingStatus `json:"bindings"`
 	Budgets  []budget.KeyStatus     `json:"budgets"`
+	// Leases is the answering replica's part of the bindings' leases:
+	// the live replicas, its fair share and how many it holds.
+	Leases follow.ShareStatus `json:"leases"`
 	// Subscriptions are the delivery followers (a webhook or a NATS
 	// stream per subscription): their cursor against the log's head,
 	// last delivery and failures.

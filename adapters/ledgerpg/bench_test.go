@@ -54,3 +54,15 @@ func BenchmarkFloor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBeat is one replica's heartbeat, what spreading the leases and
+// splitting the budget cost the ledger (issue 13).
+func BenchmarkBeat(b *testing.B) {
+	for _, run := range []struct {
+		name string
+		rls  bool
+	}{{"Postgres", false}, {"PostgresRLS", true}} {
+		s := newStore(b, run.rls, nil)
+		b.Run(run.name, func(b *testing.B) { ledgertest.Beats(b, s) })
+	}
+}

@@ -965,3 +965,52 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 	})
 	return out, err
 }
+
+// Beat implements ledger.Holders in one statement. The heartbeat belongs to
+// no tenant: under RLS it runs without one, on a table with no policy.
+func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
+	if err := ledger.CheckBeat(p); err != nil {
+		return nil, err
+	}
+	if err := l.ready(ctx); err != nil {
+		return nil, err
+	}
+	spent := p.Spent
+	if spent == nil {
+		spent = map[string]int{}
+	}
+	raw, err := json.Marshal(spent)
+	if err != nil {
+		return nil, fmt.Errorf("ledgerpg: %w", err)
+	}
+	rows, err := l.pool.Query(ctx, l.q.beat, p.Holder, ts(p.Now.Add(p.TTL)), raw, ts(p.Now.Add(-ledger.KeepLapsed)))
+	if err != nil {
+		return nil, l.fail(ctx, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Holder, error) {
+		var (
+			h   ledger.Holder
+			exp pgtype.Timestamptz
+			js  []byte
+		)
+		if err := row.Scan(&h.Name, &exp, &js); err != nil {
+			return h, err
+		}
+		h.Expires = fromTS(exp)
+		h.Spent = map[string]int{}
+		return h, json.Unmarshal(js, &h.Spent)
+	})
+	return out, l.fail(ctx, err)
+}
+
+// Leave implements ledger.Holders.
+func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
+	if err := ledger.CheckText(holder); err != nil {
+		return err
+	}
+	if err := l.ready(ctx); err != nil {
+		return err
+	}
+	_, err := l.pool.Exec(ctx, l.q.leave, holder, ts(now))
+	return l.fail(ctx, err)
+}

@@ -9,6 +9,7 @@ type queries struct {
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
 	followed, ping, appendEvent, readEvents, headEvent      string
 	latestEvents, unrecorded, deletedKeys, atCap            string
+	beat, leave                                             string
 	tracker, log                                            followerQueries
 }
 
@@ -83,6 +84,19 @@ func newQueries(schema string) queries {
 		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
 			WHERE tenant = $1 AND workspace = $2 AND ($3 OR item_id > $4) ORDER BY item_id LIMIT $5`),
+		// A beat upserts the holder's row, forgets the rows that lapsed,
+		// and reads the live ones, in one statement.
+		// $4 is Now less KeepLapsed: rows lapsed before it are forgotten.
+		beat: s(`WITH up AS (
+				INSERT INTO {s}.relayr_holders AS h (holder, expires, spent) VALUES ($1, $2, $3)
+				ON CONFLICT (holder) DO UPDATE SET expires = excluded.expires, spent = excluded.spent
+				RETURNING holder, expires, spent),
+			gone AS (DELETE FROM {s}.relayr_holders WHERE expires <= $4 AND holder <> $1)
+			SELECT holder, expires, spent FROM up
+			UNION ALL
+			SELECT holder, expires, spent FROM {s}.relayr_holders WHERE expires > $4 AND holder <> $1
+			ORDER BY 1`),
+		leave:    s(`UPDATE {s}.relayr_holders SET expires = $2 WHERE holder = $1 AND expires > $2`),
 		followed: s(`SELECT tenant, workspace, name FROM {s}.relayr_followed()`),
 		ping: s(`SELECT (SELECT coalesce(max(version), 0) FROM {s}.relayr_migrations),
 			row_security_active($1::text)`),

@@ -36,3 +36,13 @@ func TestScenarios(t *testing.T) {
 func withoutFlushWait(cfg *pgxpool.Config) {
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 }
+
+// TestFigureReplicas runs the replicas' scenario on PostgreSQL for `make
+// bench`, whose FIGURE lines give the lease spread after three replicas
+// start, the takeover after a kill and the key's worst minute (issue 13).
+func TestFigureReplicas(t *testing.T) {
+	followtest.Replicas(t, func(t *testing.T) followtest.Store {
+		s := newStore(t, false, withoutFlushWait)
+		return followtest.Store{Ledger: s, Log: s}
+	})
+}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/ledger/validate"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -49,6 +50,26 @@ var migrationFS embed.FS
 type Ledger struct {
 	w, r   *sql.DB
 	closed atomic.Bool
+	// holders are the replicas' heartbeats, kept in memory: a SQLite
+	// ledger serves one process, the only replica (docs/decisions.md).
+	holders memledger.Holders
+}
+
+// Beat implements ledger.Holders, in memory: the process is the only
+// replica a SQLite ledger has.
+func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
+	if l.closed.Load() {
+		return nil, ledger.ErrClosed
+	}
+	return l.holders.Beat(ctx, p)
+}
+
+// Leave implements ledger.Holders.
+func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
+	if l.closed.Load() {
+		return ledger.ErrClosed
+	}
+	return l.holders.Leave(ctx, holder, now)
 }
 
 // Open opens (creating it if need be) the ledger in the SQLite file at path,

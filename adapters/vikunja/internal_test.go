@@ -260,3 +260,24 @@ func FuzzNudge(f *testing.F) {
 		}
 	})
 }
+
+func TestTrackersOnOneTransportShareItsConnections(t *testing.T) {
+	tr := &http.Transport{MaxConnsPerHost: 3}
+	a, err := New(Params{BaseURL: "http://127.0.0.1:1", Token: "k", Project: 1}, WithTransport(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Params{BaseURL: "http://127.0.0.1:1", Token: "k2", Project: 2}, WithTransport(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.client.Transport != b.client.Transport {
+		t.Error("two Trackers on one transport each cloned a pool of their own")
+	}
+	if a.client.Transport == http.RoundTripper(tr) {
+		t.Error("the given transport was changed instead of cloned")
+	}
+	if got := a.client.Transport.(*http.Transport); got.MaxConnsPerHost != 3 || got.ResponseHeaderTimeout != DefaultTimeout {
+		t.Errorf("clone lost the bound or the timeouts: %d %s", got.MaxConnsPerHost, got.ResponseHeaderTimeout)
+	}
+}

@@ -183,13 +183,36 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	return t, nil
 }
 
+// timedKey names a phase-timed clone: the transport it was made from and
+// the timeout.
+type timedKey struct {
+	tr *http.Transport
+	d  time.Duration
+}
+
+// timed keeps one phase-timed clone per transport and timeout, so the
+// Trackers made on one transport (every binding of a server, each
+// Connect) share its connections instead of each cloning a pool of its
+// own.
+var timed sync.Map // timedKey → *http.Transport
+
 // withPhaseTimeouts gives an *http.Transport a timeout on dialling, on the
-// TLS handshake and on the wait for response headers.
+// TLS handshake and on the wait for response headers: one clone per
+// transport and timeout, shared.
 func withPhaseTimeouts(rt http.RoundTripper, d time.Duration) (http.RoundTripper, bool) {
 	tr, ok := rt.(*http.Transport)
 	if !ok {
 		return rt, false
 	}
+	k := timedKey{tr, d}
+	if c, ok := timed.Load(k); ok {
+		return c.(*http.Transport), true
+	}
+	c, _ := timed.LoadOrStore(k, phaseTimed(tr, d))
+	return c.(*http.Transport), true
+}
+
+func phaseTimed(tr *http.Transport, d time.Duration) *http.Transport {
 	tr = tr.Clone()
 	dial := tr.DialContext
 	if dial == nil {
@@ -202,7 +225,7 @@ func withPhaseTimeouts(rt http.RoundTripper, d time.Duration) (http.RoundTripper
 	}
 	tr.TLSHandshakeTimeout = d
 	tr.ResponseHeaderTimeout = d
-	return tr, true
+	return tr
 }
 
 // Connector makes Trackers for one Vikunja server and project.

@@ -64,13 +64,16 @@ type chaosPlan struct {
 	faultRate float64
 	catchUp   time.Duration
 	deadline  time.Duration
+	// replicas is how many `relayr serve` run at once: three in the full
+	// run (issue 13), two in the short one make test runs on two CPUs.
+	replicas int
 }
 
 func chaosPlanOf(form string) chaosPlan {
 	if form == "full" {
-		return chaosPlan{name: "full", keys: 2000, clients: 16, kills: 6, faultRate: 0.03, catchUp: 3 * time.Minute, deadline: 15 * time.Minute}
+		return chaosPlan{name: "full", keys: 2000, clients: 16, kills: 6, faultRate: 0.03, catchUp: 3 * time.Minute, deadline: 15 * time.Minute, replicas: 3}
 	}
-	return chaosPlan{name: "short", keys: 200, clients: 16, kills: 2, faultRate: 0.04, catchUp: 60 * time.Second, deadline: 100 * time.Second}
+	return chaosPlan{name: "short", keys: 200, clients: 16, kills: 2, faultRate: 0.04, catchUp: 60 * time.Second, deadline: 100 * time.Second, replicas: 2}
 }
 
 // TestChaos runs two replicas of the relayr binary built from the tree on
@@ -94,8 +97,8 @@ func TestChaos(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	rnd := rand.New(rand.NewPCG(seed, 1))
-	t.Logf("chaos %s form: %d keys, %d clients, %d kills, fault rate %.0f%%, seed %d (RELAYR_CHAOS_SEED); write_bound shortened to %s, hangs held %s",
-		plan.name, plan.keys, plan.clients, plan.kills, plan.faultRate*100, seed, chaosWriteBound, chaosHang)
+	t.Logf("chaos %s form: %d replicas, %d keys, %d clients, %d kills, fault rate %.0f%%, seed %d (RELAYR_CHAOS_SEED); write_bound shortened to %s, hangs held %s",
+		plan.name, plan.replicas, plan.keys, plan.clients, plan.kills, plan.faultRate*100, seed, chaosWriteBound, chaosHang)
 
 	// PostgreSQL first: without it there is no run, and no skipping.
 	adminURL := chaosDatabase(t)
@@ -158,7 +161,7 @@ func TestChaos(t *testing.T) {
 	serveEnv := append(slices.Clone(env), "RELAYR_CHAOS_DSN="+dsn.String())
 
 	var replicas []*chaos.Replica
-	for i := range 2 {
+	for i := range plan.replicas {
 		addr, err := chaos.FreeAddr(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -344,8 +347,12 @@ func TestChaos(t *testing.T) {
 
 	// The verdict.
 	v := w.verdict(ctx, cfg, feed, sub)
-	line := fmt.Sprintf("keys=%d attempts=%d faults=%d kills=%d duplicates=%d lost=%d echoes=%d",
-		plan.keys, w.api.attempts.Load(), planeFaults.Total()+vikFaults.Total(), kills.Load(), v.duplicates, v.lost, v.echoes)
+	spread, err := leaseSpread(ctx, admin, schema)
+	if err != nil {
+		t.Fatalf("reading the lease spread: %v", err)
+	}
+	line := fmt.Sprintf("keys=%d attempts=%d faults=%d kills=%d duplicates=%d lost=%d echoes=%d lease_spread=%v",
+		plan.keys, w.api.attempts.Load(), planeFaults.Total()+vikFaults.Total(), kills.Load(), v.duplicates, v.lost, v.echoes, spread)
 	detail := fmt.Sprintf("chaos %s: writes %.1fs, catch-up %.1fs; person changes %d (%d items of their own); feed %d events; deliveries %d (%d redelivered by key after kills); faults plane %v vikunja %v; tracker requests plane %d vikunja %d; write_bound %s (shortened from 20s), hangs held %s",
 		plan.name, writeTime.Seconds(), catchUp.Seconds(), len(w.changes), w.ownItems(), feed.len(), sub.total(), sub.redelivered.Load(),
 		planeFaults.Counts(), vikFaults.Counts(), planeFaults.Requests(), vikFaults.Requests(), chaosWriteBound, chaosHang)
@@ -1089,3 +1096,17 @@ func (f *forwarder) forward(path string, h http.Header, body []byte) {
 }
 
 func (f *forwarder) wait() { f.wg.Wait() }
+
+// leaseSpread answers how many tracker followers' leases each live replica
+// holds, most first: the replicas by their heartbeats in relayr_holders,
+// the leases unexpired in relayr_tracker_followers (issue 13).
+func leaseSpread(ctx context.Context, admin *pgxpool.Pool, schema string) ([]int, error) {
+	s := pgx.Identifier{schema}.Sanitize()
+	rows, err := admin.Query(ctx, `SELECT count(f.holder) FROM `+s+`.relayr_holders h
+		LEFT JOIN `+s+`.relayr_tracker_followers f ON f.holder = h.holder AND f.expires > now()
+		WHERE h.expires > now() GROUP BY h.holder ORDER BY 1 DESC`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}

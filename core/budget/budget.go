@@ -60,6 +60,13 @@ type Budget struct {
 
 	mu   sync.Mutex
 	keys map[string]*account
+	// replicas is how many replicas share every key's limit (SetReplicas):
+	// this one may spend limit/replicas a minute. A count that falls
+	// (a replica gone) takes effect one Window after it was seen, at
+	// raiseAt, when the gone replica's minute is past; one that grows at
+	// once.
+	replicas, next int
+	raiseAt        time.Time
 }
 
 // account is one key's minute.
@@ -122,21 +129,91 @@ func NewWith(c clock.Clock, limit int, o Options) *Budget {
 	if o.Metrics == nil {
 		o.Metrics = metrics.Discard{}
 	}
-	return &Budget{clock: c, limit: limit, logger: o.Logger, m: o.Metrics, keys: map[string]*account{}}
+	return &Budget{clock: c, limit: limit, logger: o.Logger, m: o.Metrics, keys: map[string]*account{}, replicas: 1, next: 1}
 }
 
-// Limit answers the requests a key may make per minute.
+// Limit answers the requests a key may make per minute, across replicas.
 func (b *Budget) Limit() int { return b.limit }
 
+// SetReplicas tells the budget how many replicas share each key's limit
+// (issue 13: one budget per key across replicas): this replica spends
+// limit/n a minute of each key, and its followers' floor is reckoned on
+// their share of the key's bindings, so n replicas spend what one would.
+// The count comes from the replicas' heartbeats in the ledger. A count
+// that grows applies at once; one that falls a Window after it was seen,
+// so the survivors of a kill never spend their larger share while the
+// minute still holds what the gone replica spent.
+func (b *Budget) SetReplicas(n int) {
+	n = max(1, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	b.settle(now)
+	switch {
+	case n >= b.replicas:
+		b.replicas, b.next, b.raiseAt = n, n, time.Time{}
+	case n != b.next || b.raiseAt.IsZero():
+		b.next, b.raiseAt = n, now.Add(Window)
+	}
+}
+
+// Inherit counts n requests of key that replicas gone within the last
+// minute made (what their heartbeats last told): the pacer starts that far
+// behind, at most a minute, so a replica that starts, or starts again,
+// leaves the tracker's minute room for them (issue 13: the budget
+// survives restarts).
+func (b *Budget) Inherit(key string, n int) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	a := b.account(key, now)
+	behind := now.Add(min(time.Duration(n)*b.spacing(), Window))
+	if a.tat.Before(behind) {
+		a.tat = behind
+	}
+}
+
+// Replicas answers how many replicas this one reckons share each key's
+// limit now.
+func (b *Budget) Replicas() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settle(b.clock.Now())
+	return b.replicas
+}
+
+// settle applies a fall in the replicas' count whose Window passed; b.mu
+// is held.
+func (b *Budget) settle(now time.Time) {
+	if !b.raiseAt.IsZero() && !now.Before(b.raiseAt) {
+		b.replicas, b.raiseAt = b.next, time.Time{}
+	}
+}
+
+// share is what this replica may spend of a key a minute: the limit split
+// evenly over the replicas; b.mu is held.
+func (b *Budget) share() int { return max(1, b.limit/b.replicas) }
+
+// ReplicaLimit answers what this replica may spend of a key a minute.
+func (b *Budget) ReplicaLimit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settle(b.clock.Now())
+	return b.share()
+}
+
 // spacing is the pacer's gap between two follower requests: the minute
-// spread evenly over the limit.
-func (b *Budget) spacing() time.Duration { return Window / time.Duration(b.limit) }
+// spread evenly over the replica's share of the limit; b.mu is held.
+func (b *Budget) spacing() time.Duration { return Window / time.Duration(b.share()) }
 
 // burst is how far ahead of its spacing the pacer lets calls go: a quarter
-// of the limit's back to back (ten at the default 40), well within a
-// tracker's own minute (Plane's 60).
+// of the share's back to back (ten at the default 40 on one replica), well
+// within a tracker's own minute (Plane's 60); b.mu is held.
 func (b *Budget) burst() time.Duration {
-	return time.Duration(max(1, b.limit/4)-1) * b.spacing()
+	return time.Duration(max(1, b.share()/4)-1) * b.spacing()
 }
 
 // account answers the key's account, pruned to the window; b.mu is held.
@@ -148,6 +225,7 @@ func (b *Budget) account(key string, now time.Time) *account {
 	}
 	a.writes = prune(a.writes, now)
 	a.reads = prune(a.reads, now)
+	b.settle(now)
 	return a
 }
 
@@ -191,7 +269,7 @@ func (b *Budget) Left(key string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.account(key, b.clock.Now())
-	return max(0, b.limit-len(a.writes)-len(a.reads))
+	return max(0, b.share()-len(a.writes)-len(a.reads))
 }
 
 // Follow counts a binding among the key's followers, polling every every;
@@ -234,7 +312,7 @@ func (b *Budget) Interval(key string, every time.Duration) time.Duration {
 }
 
 func (b *Budget) interval(a *account, every time.Duration) time.Duration {
-	if need, capacity := a.floorNeed(), b.floorCapacity(); need > capacity {
+	if need, capacity := b.floorNeed(a), b.floorCapacity(); need > capacity {
 		// Scale every interval by how far the floor passes what it may
 		// take of the limit.
 		return time.Duration(float64(every) * need / capacity)
@@ -242,11 +320,19 @@ func (b *Budget) interval(a *account, every time.Duration) time.Duration {
 	return every
 }
 
+// floorNeed is what this replica's share of the key's followers need a
+// minute: the replicas hold the key's bindings evenly (follow's share), so
+// each polls its part of them; b.mu is held.
+func (b *Budget) floorNeed(a *account) float64 {
+	return a.floorNeed() / float64(b.replicas)
+}
+
 // floorCapacity is the requests a minute the followers' polls may take of
-// the limit: all of it but a tenth, which keeps room for a connection's
-// reads and a poll's further requests beside them.
+// the replica's share: all of it but a tenth, which keeps room for a
+// connection's reads and a poll's further requests beside them; b.mu is
+// held.
 func (b *Budget) floorCapacity() float64 {
-	return float64(b.limit - max(1, b.limit/10))
+	return float64(b.share() - max(1, b.share()/10))
 }
 
 // Writing answers a context whose requests count as a write's: spent, and
@@ -324,7 +410,7 @@ func (b *Budget) Continue(ctx context.Context, key string) (context.Context, fun
 		now := b.clock.Now()
 		a := b.account(key, now)
 		wait := time.Duration(0)
-		if room := max(1, b.limit-a.extra-a.reserved); len(a.reads) >= room {
+		if room := max(1, b.share()-a.extra-a.reserved); len(a.reads) >= room {
 			wait = a.reads[len(a.reads)-room].Add(Window).Sub(now) + time.Nanosecond
 		}
 		if wait <= 0 {
@@ -344,11 +430,11 @@ func (b *Budget) Continue(ctx context.Context, key string) (context.Context, fun
 // spares (Spare's, or with idle Idle's, rule): it answers false, counting
 // the refusal as Spare does, when the minute spares nothing.
 func (b *Budget) ContinueSpare(ctx context.Context, key string, idle bool) (context.Context, func(), bool) {
+	b.mu.Lock()
 	keep := 0
 	if idle {
-		keep = b.limit / 2
+		keep = b.share() / 2
 	}
-	b.mu.Lock()
 	ok := b.hasSpare(key, b.clock.Now(), keep)
 	b.mu.Unlock()
 	if !ok {
@@ -386,7 +472,7 @@ func (b *Budget) advance(a *account) {
 // turn with the floor. It answers false, and counts the refusal, when the
 // minute spares nothing (ADR-0036: "polls take only what is left").
 func (b *Budget) Spare(ctx context.Context, key string) (context.Context, func(), bool) {
-	return b.spare(ctx, key, 0)
+	return b.spare(ctx, key, false)
 }
 
 // Idle is Spare for reading ahead of need (a sweep before its day): it
@@ -394,11 +480,15 @@ func (b *Budget) Spare(ctx context.Context, key string) (context.Context, func()
 // its floor's polls included, so work that can wait never takes what a
 // poll or a burst of writes would want.
 func (b *Budget) Idle(ctx context.Context, key string) (context.Context, func(), bool) {
-	return b.spare(ctx, key, b.limit/2)
+	return b.spare(ctx, key, true)
 }
 
-func (b *Budget) spare(ctx context.Context, key string, keep int) (context.Context, func(), bool) {
+func (b *Budget) spare(ctx context.Context, key string, idle bool) (context.Context, func(), bool) {
 	b.mu.Lock()
+	keep := 0
+	if idle {
+		keep = b.share() / 2
+	}
 	ok := b.hasSpare(key, b.clock.Now(), keep)
 	b.mu.Unlock()
 	if !ok {
@@ -418,8 +508,8 @@ func (b *Budget) spare(ctx context.Context, key string, keep int) (context.Conte
 // held.
 func (b *Budget) hasSpare(key string, now time.Time, keep int) bool {
 	a := b.account(key, now)
-	reserve := int(a.floorNeed() + 0.999)
-	room := b.limit - keep - a.reserved - a.extra
+	reserve := int(b.floorNeed(a) + 0.999)
+	room := b.share() - keep - a.reserved - a.extra
 	if len(a.writes)+len(a.reads) >= room || len(a.reads)+reserve >= room {
 		if keep == 0 {
 			a.spareDenied++
@@ -448,7 +538,7 @@ func (b *Budget) paced(a *account, now time.Time) time.Duration {
 	wait := a.tat.Add(-b.burst()).Sub(now)
 	// The minute keeps room for the call's first request, what it may
 	// send beyond it, and what the calls under way may still send.
-	if room := max(1, b.limit-a.extra-a.reserved); len(a.reads) >= room {
+	if room := max(1, b.share()-a.extra-a.reserved); len(a.reads) >= room {
 		wait = max(wait, a.reads[len(a.reads)-room].Add(Window).Sub(now)+time.Nanosecond)
 	}
 	return wait
@@ -592,10 +682,19 @@ func (b *Budget) Observe(key string, err error) {
 
 // KeyStatus is one key's budget as the status route shows it.
 type KeyStatus struct {
-	Key   string `json:"key"`
-	Limit int    `json:"limit"`
-	// Spent is the requests sent in the last minute, writes and reads;
-	// Left what the limit leaves of it (0 when spent past it).
+	Key string `json:"key"`
+	// Limit is the key's requests a minute across every replica;
+	// Replicas how many replicas share it, and ReplicaLimit what this
+	// one may spend of it (Limit / Replicas).
+	Limit        int `json:"limit"`
+	Replicas     int `json:"replicas"`
+	ReplicaLimit int `json:"replica_limit"`
+	// SpentAcrossReplicas is what every live replica spent of the key in
+	// its last minute, as their heartbeats last told (this replica's
+	// alone where none told).
+	SpentAcrossReplicas int `json:"spent_across_replicas"`
+	// Spent is the requests this replica sent in the last minute, writes
+	// and reads; Left what its share leaves of it (0 when spent past it).
 	Spent  int `json:"spent"`
 	Writes int `json:"writes"`
 	Reads  int `json:"reads"`
@@ -627,9 +726,10 @@ func (b *Budget) Status() []KeyStatus {
 		need := a.floorNeed()
 		spent := len(a.writes) + len(a.reads)
 		out = append(out, KeyStatus{
-			Key: key, Limit: b.limit, Spent: spent, Writes: len(a.writes), Reads: len(a.reads),
-			Left: max(0, b.limit-spent), Followed: len(a.followed), FloorPerMinute: need,
-			Stretched: need > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied,
+			Key: key, Limit: b.limit, Replicas: b.replicas, ReplicaLimit: b.share(), SpentAcrossReplicas: spent,
+			Spent: spent, Writes: len(a.writes), Reads: len(a.reads),
+			Left: max(0, b.share()-spent), Followed: len(a.followed), FloorPerMinute: need,
+			Stretched: b.floorNeed(a) > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied,
 			Queued: int(a.nextTicket - a.serving),
 		})
 	}

@@ -360,3 +360,86 @@ func TestAPollGoesOnAtTheTrackersSpeedWithinTheMinute(t *testing.T) {
 		}
 	})
 }
+
+func TestReplicasShareOneBudgetPerKey(t *testing.T) {
+	clk := clock.NewFake(t0)
+	b := budget.New(clk, 40)
+	for i := range 300 {
+		b.Follow(key, "b"+strings.Repeat("x", i), 30*time.Second)
+	}
+	alone := b.Interval(key, 30*time.Second)
+	b.SetReplicas(3)
+	if got := b.ReplicaLimit(); got != 13 {
+		t.Fatalf("one replica of three may spend %d, want 13", got)
+	}
+	// Each replica polls a third of the bindings on a third of the budget:
+	// about the interval one replica alone would poll all of them at.
+	if got := b.Interval(key, 30*time.Second); got < alone*9/10 || got > alone*11/10 {
+		t.Fatalf("interval %v on three replicas, want about %v as on one", got, alone)
+	}
+	// A replica's share of the minute: 13 writes leave nothing.
+	b.Spend(key, 13)
+	if left := b.Left(key); left != 0 {
+		t.Fatalf("left %d after the share's 13 writes", left)
+	}
+	st := b.Status()[0]
+	if st.Limit != 40 || st.Replicas != 3 || st.ReplicaLimit != 13 || st.SpentAcrossReplicas != 13 {
+		t.Fatalf("status %+v", st)
+	}
+	// A replica gone: the larger share comes a minute later, when what the
+	// gone one spent has left the tracker's minute.
+	b.SetReplicas(2)
+	if got := b.ReplicaLimit(); got != 13 {
+		t.Fatalf("share %d at once after a replica went, want 13 for a minute", got)
+	}
+	clk.Advance(budget.Window - time.Second)
+	b.SetReplicas(2) // beats go on saying two
+	if got := b.Replicas(); got != 3 {
+		t.Fatalf("%d replicas reckoned before the minute passed", got)
+	}
+	clk.Advance(time.Second)
+	if got := b.ReplicaLimit(); got != 20 {
+		t.Fatalf("share %d a minute after a replica went, want 20", got)
+	}
+	// A replica come: the smaller share at once.
+	b.SetReplicas(4)
+	if got := b.ReplicaLimit(); got != 10 {
+		t.Fatalf("share %d once a fourth replica came, want 10", got)
+	}
+	b.SetReplicas(0)
+	clk.Advance(budget.Window)
+	if got := b.ReplicaLimit(); got != 40 {
+		t.Fatalf("share %d with no replica counted, want the whole 40", got)
+	}
+}
+
+func TestAReplicaThatStartsLeavesRoomForWhatGoneReplicasSpent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budget.New(clock.System{}, 40)
+		b.SetReplicas(2) // 20 a minute each
+		b.Inherit(key, 10)
+		// Ten of its twenty were spent by the replica gone: the pacer
+		// starts half a minute behind, its burst ahead of that.
+		start := time.Now()
+		_, done, err := b.Floor(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		burst := time.Duration(20/4-1) * (time.Minute / 20)
+		if waited := time.Since(start); waited != 30*time.Second-burst {
+			t.Fatalf("the first floor request went after %v, want %v", waited, 30*time.Second-burst)
+		}
+		// More than a minute's worth holds it back a minute at most.
+		b.Inherit(key, 500)
+		start = time.Now()
+		_, done, err = b.Floor(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		if waited := time.Since(start); waited > time.Minute {
+			t.Fatalf("waited %v, want at most a minute", waited)
+		}
+	})
+}

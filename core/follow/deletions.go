@@ -61,6 +61,13 @@ func (p *pendingDeletions) add(ids []string) {
 	}
 }
 
+// empty reports whether no deletion waits to be checked.
+func (p *pendingDeletions) empty() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ids) == 0
+}
+
 func (p *pendingDeletions) take() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -126,11 +126,20 @@ func (f *follower) interval() time.Duration {
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
 	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
+	// counted: the replica's share counts this follower's lease (share.go).
+	counted := false
+	uncount := func() {
+		if counted {
+			fs.share.release()
+			counted = false
+		}
+	}
 	defer func() {
 		if ls.held() {
 			fs.logger.Info("tracker follower gave its lease up", "binding", f.b.Name(), "holder", fs.holder)
 		}
 		ls.release(ctx)
+		uncount()
 		f.update(func(s *state) { s.held = false })
 	}()
 
@@ -151,6 +160,14 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
+			// A replica holding its share takes no more (share.go): the
+			// binding is another's, and a replica under its share takes it.
+			if !fs.share.under() {
+				if !f.wait(ctx, o.renewEvery(), nil) {
+					return nil
+				}
+				continue
+			}
 			if err := ls.take(ctx); err != nil {
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
@@ -162,6 +179,8 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
+			fs.share.took()
+			counted = true
 			now := fs.clock.Now()
 			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)
 			f.update(func(s *state) { s.held, s.heldSince, s.late = true, now, false })
@@ -177,7 +196,24 @@ func (f *follower) run(ctx context.Context) error {
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				uncount()
 				f.update(func(s *state) { s.held = false })
+				continue
+			}
+			// A replica over its share gives the lease up at renewal
+			// instead of renewing it, for one under its share to take
+			// (share.go; docs/decisions.md: the hand-over). No poll is
+			// under way: polls and renewals take turns on this loop; nor
+			// a sweep, whose pages read so far the taker would read again;
+			// nor a reported deletion, which only this follower was told.
+			if f.sweep == nil && f.deleted.empty() && fs.share.giveUp() {
+				counted = false
+				fs.logger.Info("tracker follower gave its lease up to rebalance", "binding", f.b.Name(), "holder", fs.holder)
+				ls.release(ctx)
+				f.update(func(s *state) { s.held = false })
+				if !f.wait(ctx, o.renewEvery(), nil) {
+					return nil
+				}
 				continue
 			}
 			// A renewal that finds another holder, or fails, stops the
@@ -187,6 +223,7 @@ func (f *follower) run(ctx context.Context) error {
 				if ctx.Err() == nil {
 					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "holder", fs.holder, "err", err)
 				}
+				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
 			}
@@ -197,6 +234,7 @@ func (f *follower) run(ctx context.Context) error {
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
 				ls.release(ctx)
+				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
 			}
@@ -205,9 +243,15 @@ func (f *follower) run(ctx context.Context) error {
 			// Every poll is the binding's floor, scheduled or nudged: it
 			// goes whatever writes spend, paced within the budget with
 			// every other poll of its key (docs/decisions.md).
-			wait, err := f.poll(ctx, wasAnnounced)
+			wait, err := f.pollHolding(ctx, ls, &nextRenew, wasAnnounced)
 			if err != nil {
 				return err
+			}
+			if !ls.held() {
+				// The lease was lost while the poll waited or read.
+				uncount()
+				f.update(func(s *state) { s.held = false })
+				continue
 			}
 			now = fs.clock.Now()
 			// A poll, nudged or not, is the interval's: the next comes
@@ -251,6 +295,43 @@ func (f *follower) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// pollHolding polls, renewing the lease at *nextRenew while the poll waits
+// for the key's pacer or reads: a poll may wait longer than a lease for
+// its turn (a start, a rebalance, a key shared by many bindings), and a
+// lease that lapsed under it would go to another replica mid-read. A
+// renewal that fails ends the poll (ADR-0015: "a lease is never held with
+// nothing relayed"), and the lease is no longer held when it answers.
+func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.Time, announced bool) (time.Duration, error) {
+	fs := f.fs
+	pctx, cancel := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-fs.clock.After(nextRenew.Sub(fs.clock.Now())):
+			}
+			if err := ls.renew(ctx); err != nil {
+				if ctx.Err() == nil {
+					fs.logger.Info("tracker follower lost its lease during a poll", "binding", f.b.Name(), "holder", fs.holder, "err", err)
+				}
+				cancel()
+				return
+			}
+			*nextRenew = fs.clock.Now().Add(fs.opts.renewEvery())
+		}
+	}()
+	wait, err := f.poll(pctx, announced)
+	cancel()
+	<-renewed
+	if !ls.held() {
+		return 0, nil
+	}
+	return wait, err
 }
 
 // wait waits d, or until ctx ends (false), or, when nudged is not nil,

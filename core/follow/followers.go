@@ -86,6 +86,8 @@ type Followers struct {
 	wg      sync.WaitGroup
 	// watching: the watchdog runs.
 	watching bool
+	// share is this replica's part of the leases (share.go).
+	share *share
 }
 
 // ErrStopped is what a stopped follower's error matches: it met something
@@ -126,6 +128,7 @@ func New(c Config) *Followers {
 			fs.budget.Follow(b.BudgetKey(), b.Name(), fs.opts.PollEvery)
 		}
 	}
+	fs.share = newShare(len(fs.conns.Bindings()))
 	fs.phases = map[string]float64{}
 	for _, names := range byKey {
 		slices.Sort(names)
@@ -152,14 +155,19 @@ func (fs *Followers) Start(ctx context.Context) {
 	if fs.ctx == nil {
 		fs.ctx, fs.cancel = context.WithCancel(ctx)
 	}
+	ctx = fs.ctx
 	fs.mu.Unlock()
+	// The replica counts the others before its followers take a lease, so
+	// a start takes its share, not everything.
+	fs.beat(ctx)
 	for _, b := range fs.conns.Bindings() {
 		fs.start(b)
 	}
 	fs.watch()
 }
 
-// watch warns of a follower that holds its lease and completed no poll in
+// watch beats the replica's heartbeat every third of a lease (share.go),
+// and warns of a follower that holds its lease and completed no poll in
 // DefaultLateAfter of its intervals (a starved read back was once silent);
 // the follower says when it polls again.
 func (fs *Followers) watch() {
@@ -171,7 +179,8 @@ func (fs *Followers) watch() {
 	fs.watching = true
 	ctx := fs.ctx
 	fs.wg.Go(func() {
-		for clock.Sleep(ctx, fs.clock, fs.opts.PollEvery) == nil {
+		for clock.Sleep(ctx, fs.clock, fs.opts.renewEvery()) == nil {
+			fs.beat(ctx)
 			now := fs.clock.Now()
 			for _, f := range fs.runningFollowers() {
 				interval := f.interval()
@@ -268,6 +277,16 @@ func (fs *Followers) Stop() {
 	fs.cancel()
 	fs.mu.Unlock()
 	fs.wg.Wait()
+	// Counted out at once: the others take their shares of what it gave
+	// up at their next beat, without waiting for its beat to lapse.
+	if !fs.share.beaten.Load() {
+		return
+	}
+	lctx, cancel := fs.clock.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := fs.ledger.Leave(lctx, fs.holder, fs.clock.Now()); err != nil {
+		fs.logger.Warn("replica could not leave", "holder", fs.holder, "err", err)
+	}
 }
 
 // Stopped answers why a workspace's follower stopped (an error matching

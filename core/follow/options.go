@@ -150,6 +150,12 @@ func (o Options) withDefaults() Options {
 // that").
 func (o Options) renewEvery() time.Duration { return o.LeaseTTL / 3 }
 
+// beatTTL is how long a replica's heartbeat keeps it counted: two beats,
+// a beat every third of a lease. A killed replica drops out of the others'
+// count before its leases lapse, so the survivors' shares have grown by
+// the time its bindings are free (issue 13: takeover spreads).
+func (o Options) beatTTL() time.Duration { return 2 * o.renewEvery() }
+
 // newHolder names a process in the leases when its configuration doesn't.
 func newHolder() string {
 	var b [8]byte

@@ -333,7 +333,7 @@ func (f *follower) readSweep(ctx context.Context, pr *pollRun, first, rest acces
 func (f *follower) sweepGap() time.Duration {
 	gap := f.fs.opts.SweepMin
 	if f.fs.budget != nil && f.lastSweep > 0 {
-		share := float64(f.fs.budget.Limit()) / 10
+		share := float64(f.fs.budget.ReplicaLimit()) / 10
 		gap = max(gap, time.Duration(float64(f.lastSweep)*float64(budget.Window)/share))
 	}
 	return gap

@@ -355,6 +355,7 @@ type Ledger interface {
 	Claims
 	Snapshots
 	Followers
+	Holders
 	// Ping reports whether the store answers and its schema is current.
 	Ping(ctx context.Context) error
 }

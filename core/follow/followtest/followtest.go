@@ -64,6 +64,7 @@ var scenarios = []struct {
 	{"Budget/WritesAtTwiceTheBudgetForTenMinutesDelayNoChangePastTwoIntervals", budgetFloor},
 	{"Budget/AStartWith50BindingsStaysWithinTheBudgetEveryMinute", budgetStart},
 	{"Loops/ARuleAnsweringEveryChangeStopsAt20WritesAnHour", loops},
+	{"Replicas/ThreeReplicasShare300BindingsEvenlyThroughKillsAndRestarts", replicasShare},
 }
 
 const (

@@ -54,3 +54,29 @@ func Filings(b *testing.B, l ledger.Ledger, parallelism int) {
 		return err
 	})
 }
+
+// Beats benchmarks one replica's heartbeat (ledger.Holders.Beat) among
+// three live replicas, carrying what it spent of one key: the ledger's
+// whole cost of spreading the leases and splitting the budget, one beat a
+// replica every third of a lease, none per tracker request. It reports
+// ms/beat.
+func Beats(b *testing.B, l ledger.Ledger) {
+	b.Helper()
+	for _, h := range []string{"bench-b", "bench-c"} {
+		if _, err := l.Beat(b.Context(), ledger.BeatParams{Holder: h, Now: t0, TTL: 1 << 62, Spent: map[string]int{"acme/plane": 12}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		hs, err := l.Beat(b.Context(), ledger.BeatParams{Holder: "bench-a", Now: t0, TTL: 20_000_000_000, Spent: map[string]int{"acme/plane": i % 13}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(hs) != 3 {
+			b.Fatalf("%d live holders, want 3", len(hs))
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/beat")
+}

@@ -37,6 +37,7 @@ type Ledger struct {
 	followers map[ledger.Follower]*followerRow
 	dead      map[ledger.Follower]*deadLetters
 	logs      map[workspaceKey]*workspaceLog
+	holders   Holders
 }
 
 type workspaceKey struct{ tenant, workspace string }

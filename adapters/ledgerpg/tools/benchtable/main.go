@@ -265,6 +265,47 @@ func (r results) budgetRows() []row {
 	return rows
 }
 
+// replicaRows are the figures of replicas and of a replica's many
+// bindings (issue 13): what a binding costs at 1,000 bindings on one
+// tracker server, with the connections the server saw open at once.
+func (r results) replicaRows() []row {
+	var rows []row
+	if hi, ok := r.get("Figure/replicas.lease_spread_start_max", "bindings"); ok {
+		v := count(hi)
+		if lo, ok := r.get("Figure/replicas.lease_spread_start_min", "bindings"); ok {
+			v += " / " + count(lo)
+		}
+		rows = append(rows, row{"Leases held (most / fewest), three replicas started 0.31 s apart, 300 bindings, two lease periods on (PostgreSQL; virtual time)",
+			v, "300 / 0 before: the first replica took every binding and kept it", "–"})
+	}
+	if v, ok := r.get("Figure/replicas.takeover", "s"); ok {
+		rows = append(rows, row{"Every binding held again after a SIGKILL of the busiest, survivors within 10 (PostgreSQL, lease 30 s; virtual time)",
+			num(v) + " s", "29.2 s before, every lease to one survivor", "–"})
+	}
+	if v, ok := r.get("Figure/replicas.requests_per_minute_worst", "requests"); ok {
+		rows = append(rows, row{"Most requests of one key in any minute, three replicas through start, kill and restart (PostgreSQL; virtual time)",
+			count(v), "budget 40 (120 a minute before: 40 per replica)", ratio(v, 40)})
+	}
+	for _, store := range []string{"Postgres", "PostgresRLS"} {
+		if v, ok := r.get("Beat/"+store, "ms/beat"); ok {
+			rows = append(rows, row{"Ledger cost of sharing leases and budget, " + store + ": one heartbeat a replica every 10 s, none per tracker request",
+				num(v) + " ms/beat", "–", "–"})
+		}
+	}
+	if g, ok := r.get("Bindings1000", "goroutines/binding"); ok {
+		v := count(g) + " goroutines"
+		if by, ok := r.get("Bindings1000", "bytes/binding"); ok {
+			v += ", " + num(by) + " B heap"
+		}
+		against := "one transport per binding: 500 bindings held 500 connections and 1,510 goroutines"
+		if c, ok := r.get("Bindings1000", "conns"); ok {
+			v += "; " + count(c) + " connections to the server"
+		}
+		rows = append(rows, row{"Per binding, 1,000 bindings on one tracker server (one pool, tracker_conns 16)", v, against, "–"})
+	}
+	return rows
+}
+
 type ledgerKey struct {
 	store string
 	p     int
@@ -339,6 +380,7 @@ func table(r results) string {
 		rows = append(rows, r.trackerRows(t)...)
 	}
 	rows = append(rows, r.budgetRows()...)
+	rows = append(rows, r.replicaRows()...)
 	rows = append(rows, r.natsRows()...)
 	rows = append(rows, r.ledgerRows()...)
 	if len(rows) == 0 {

@@ -23,7 +23,13 @@ BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	     
 BenchmarkChangeToFeed/Plane/webhook-2           	       1	2011994978 ns/op	      2012 ms/change
 BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
 BenchmarkDeletionToFeed/Vikunja/webhook-2       	       1	2035126320 ns/op	      2035 ms/deletion
+BenchmarkBeat/Postgres-2         	    1411	   2092045 ns/op	         2.091 ms/beat
+BenchmarkBindings1000-2   	       1	6207366355 ns/op	      6934 bytes/binding	        16.00 conns	         1.053 goroutines/binding
 PASS
+    replicas.go:271: FIGURE replicas.lease_spread_start_max 100 bindings
+    replicas.go:272: FIGURE replicas.lease_spread_start_min 99 bindings
+    replicas.go:273: FIGURE replicas.takeover 32.0 s
+    replicas.go:274: FIGURE replicas.requests_per_minute_worst 36 requests
 `
 
 func TestTableTakesMediansAndRatiosToTheDatabasesFloor(t *testing.T) {
@@ -104,6 +110,35 @@ BenchmarkNATSLatency-2 450 2430677 ns/op 1.96 ms-p50 7.9 ms-p99
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("table lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestTableShowsWhatABindingCostsAtAThousand(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "| Per binding, 1,000 bindings on one tracker server (one pool, tracker_conns 16) | 1.1 goroutines, 6,934 B heap; 16 connections to the server |"
+	if got := table(res); !strings.Contains(got, want) {
+		t.Errorf("table lacks %q:\n%s", want, got)
+	}
+}
+
+func TestTableShowsTheReplicasFigures(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res)
+	for _, want := range []string{
+		"two lease periods on (PostgreSQL; virtual time) | 100 / 99 |",
+		"survivors within 10 (PostgreSQL, lease 30 s; virtual time) | 32.00 s |",
+		"three replicas through start, kill and restart (PostgreSQL; virtual time) | 36 | budget 40 (120 a minute before: 40 per replica) | 0.90 |",
+		"Ledger cost of sharing leases and budget, Postgres: one heartbeat a replica every 10 s, none per tracker request | 2.09 ms/beat |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
 		}
 	}
 }

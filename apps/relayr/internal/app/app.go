@@ -131,11 +131,13 @@ func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector
 	return nil, fmt.Errorf("tracker %q is not plane or vikunja", b.Tracker)
 }
 
-// Bindings makes the configuration's bindings.
+// Bindings makes the configuration's bindings, the bindings of one tracker
+// server sharing one bounded transport made from transport (Pools).
 func Bindings(c *config.Config, transport http.RoundTripper) ([]binding.Binding, error) {
 	var out []binding.Binding
+	pools := NewPools(transport, c.TrackerConns)
 	for _, b := range c.Bindings {
-		conn, err := Connector(b, transport)
+		conn, err := Connector(b, pools.For(b.BaseURL))
 		if err != nil {
 			return nil, fmt.Errorf("binding %s/%s: %w", b.Tenant, b.Workspace, err)
 		}
@@ -240,7 +242,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
 			bs, err := fs.Status(ctx)
 			subs, serr := a.Delivery.Status(ctx)
-			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: bud.Status(), Subscriptions: subs}, errors.Join(err, serr)
+			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: fs.BudgetStatus(), Leases: fs.Share(), Subscriptions: subs}, errors.Join(err, serr)
 		}),
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,

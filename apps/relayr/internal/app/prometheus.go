@@ -82,12 +82,20 @@ var (
 	budgetLeft = prometheus.NewDesc("relayr_budget_left",
 		"Requests the key's budget leaves this minute.", []string{"key"}, nil)
 	budgetLimit = prometheus.NewDesc("relayr_budget_limit",
-		"The key's budget: requests a minute.", []string{"key"}, nil)
+		"The key's budget: requests a minute, across every replica.", []string{"key"}, nil)
+	budgetShare = prometheus.NewDesc("relayr_budget_replica_limit",
+		"What this replica may spend of the key a minute: the limit over the live replicas.", []string{"key"}, nil)
+	replicas = prometheus.NewDesc("relayr_replicas",
+		"Live replicas, by their heartbeats in the ledger, this one included.", nil, nil)
+	leasesHeld = prometheus.NewDesc("relayr_leases_held",
+		"Tracker followers' leases this replica holds.", nil, nil)
+	leasesFair = prometheus.NewDesc("relayr_leases_fair",
+		"This replica's fair share of the bindings: ceil(bindings / replicas).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pollAge, pollInterval, pollLate, budgetSpent, budgetLeft, budgetLimit} {
+	for _, d := range []*prometheus.Desc{pollAge, pollInterval, pollLate, budgetSpent, budgetLeft, budgetLimit, budgetShare, replicas, leasesHeld, leasesFair} {
 		ch <- d
 	}
 }
@@ -108,5 +116,10 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(budgetSpent, prometheus.GaugeValue, float64(k.Spent), k.Key)
 		ch <- prometheus.MustNewConstMetric(budgetLeft, prometheus.GaugeValue, float64(k.Left), k.Key)
 		ch <- prometheus.MustNewConstMetric(budgetLimit, prometheus.GaugeValue, float64(k.Limit), k.Key)
+		ch <- prometheus.MustNewConstMetric(budgetShare, prometheus.GaugeValue, float64(k.ReplicaLimit), k.Key)
 	}
+	sh := g.fs.Share()
+	ch <- prometheus.MustNewConstMetric(replicas, prometheus.GaugeValue, float64(len(sh.Replicas)))
+	ch <- prometheus.MustNewConstMetric(leasesHeld, prometheus.GaugeValue, float64(sh.Held))
+	ch <- prometheus.MustNewConstMetric(leasesFair, prometheus.GaugeValue, float64(sh.Fair))
 }

@@ -30,7 +30,10 @@ type Config struct {
 	// OperatorToken guards /metrics, the status and the operator's page.
 	OperatorToken Secret `toml:"operator_token"`
 	// Holder names this replica in leases (the host name by default).
-	Holder        string         `toml:"holder"`
+	Holder string `toml:"holder"`
+	// TrackerConns is the most TCP connections the replica opens to one
+	// tracker server, shared by every binding on it (16 by default).
+	TrackerConns  int            `toml:"tracker_conns"`
 	Ledger        Ledger         `toml:"ledger"`
 	Timings       Timings        `toml:"timings"`
 	Log           Log            `toml:"log"`
@@ -316,6 +319,9 @@ func (c *Config) validate() []string {
 	case "", "text", "json":
 	default:
 		add("log: format %q is not text or json", c.Log.Format)
+	}
+	if c.TrackerConns < 0 {
+		add("tracker_conns %d is below 1 (leave it out for 16)", c.TrackerConns)
 	}
 	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {
 		add("timings: cap_limit and budget must be positive")

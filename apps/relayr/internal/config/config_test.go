@@ -173,6 +173,9 @@ func TestRefusals(t *testing.T) {
 		{"ConcurrentWritesOnPlane", func(s string) string {
 			return strings.Replace(s, `tracker = "plane"`, "tracker = \"plane\"\nconcurrent_writes = 2", 1)
 		}, "concurrent_writes is for vikunja"},
+		{"TrackerConnsBelowOne", func(s string) string {
+			return "tracker_conns = -2\n" + s
+		}, "tracker_conns -2 is below 1"},
 		{"ConcurrentWritesBelowOne", func(s string) string {
 			return withVikunja(s, "https://v.example.com", -1, "https://v.example.com", 0)
 		}, "concurrent_writes -1 is below 1"},

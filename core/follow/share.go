@@ -1,0 +1,203 @@
+package follow
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/ledger"
+)
+
+// share is this replica's part of the bindings' leases (issue 13): the
+// replicas see each other through the ledger's heartbeats (ledger.Holders),
+// and each aims at its fair share, ceil(bindings / live holders).
+//
+//   - A follower tries to take its lease only while the replica holds
+//     fewer than its share (under), so a start, or a takeover after a kill, spreads
+//     over the replicas instead of going to whichever asks first.
+//   - At renewal, a replica over its share gives the lease up instead of
+//     renewing it (giveUp), one lease at a time, so a replica that started
+//     or came back takes its share from the others within about a lease.
+//     The lease is released, not left to lapse: another replica under its
+//     share takes it at its next try, within a third of a lease.
+//
+// Until the first beat is answered the share is every binding, as it was
+// before replicas saw each other: a ledger that can't be reached never
+// leaves a binding unheld for want of a count.
+type share struct {
+	bindings int64
+	held     atomic.Int64 // tracker leases this replica holds
+	fair     atomic.Int64 // ceil(bindings / live holders)
+	live     atomic.Int64 // live holders at the last beat
+	beaten   atomic.Bool  // a beat was sent: Stop leaves
+
+	mu      sync.Mutex
+	holders []ledger.Holder // the last beat's answer
+	at      time.Time       // when it was answered
+}
+
+func newShare(bindings int) *share {
+	s := &share{bindings: int64(bindings)}
+	s.fair.Store(int64(bindings))
+	s.live.Store(1)
+	return s
+}
+
+// set takes a beat's answer: the holders alive at now count.
+func (s *share) set(hs []ledger.Holder, now time.Time) {
+	live := 0
+	for _, h := range hs {
+		if h.Alive(now) {
+			live++
+		}
+	}
+	n := int64(max(1, live))
+	s.live.Store(n)
+	s.fair.Store((s.bindings + n - 1) / n)
+	s.mu.Lock()
+	s.holders, s.at = hs, now
+	s.mu.Unlock()
+}
+
+// under reports whether the replica holds fewer leases than its share:
+// only then does a follower try to take its lease. Followers that try at
+// once may take a few past the share; the surplus goes back at their
+// renewals (giveUp).
+func (s *share) under() bool { return s.held.Load() < s.fair.Load() }
+
+// took counts a lease taken.
+func (s *share) took() { s.held.Add(1) }
+
+// giveUp uncounts a held lease if the replica holds more than its share,
+// and answers whether it did: the caller then releases the lease instead
+// of renewing it.
+func (s *share) giveUp() bool {
+	for {
+		h := s.held.Load()
+		if h <= s.fair.Load() {
+			return false
+		}
+		if s.held.CompareAndSwap(h, h-1) {
+			return true
+		}
+	}
+}
+
+// release uncounts a lease lost or released.
+func (s *share) release() { s.held.Add(-1) }
+
+// ShareStatus is this replica's part of the leases as the status route
+// shows it.
+type ShareStatus struct {
+	// Holder is this replica; Replicas the live holders it saw at its
+	// last heartbeat, itself included.
+	Holder   string   `json:"holder"`
+	Replicas []string `json:"replicas"`
+	// Bindings is how many bindings the replicas share; Fair this
+	// replica's share of them, ceil(bindings / replicas); Held how many
+	// leases it holds.
+	Bindings int `json:"bindings"`
+	Fair     int `json:"fair"`
+	Held     int `json:"held"`
+}
+
+// Share answers this replica's part of the bindings' leases.
+func (fs *Followers) Share() ShareStatus {
+	s := fs.share
+	s.mu.Lock()
+	names := make([]string, 0, len(s.holders))
+	for _, h := range s.holders {
+		if h.Alive(s.at) {
+			names = append(names, h.Name)
+		}
+	}
+	s.mu.Unlock()
+	if len(names) == 0 {
+		names = []string{fs.holder}
+	}
+	return ShareStatus{Holder: fs.holder, Replicas: names, Bindings: int(s.bindings), Fair: int(s.fair.Load()), Held: int(s.held.Load())}
+}
+
+// Holders answers the holders this replica saw at its last heartbeat,
+// those alive and those gone within a minute, with what each spent of
+// each key in its last minute.
+func (fs *Followers) Holders() []ledger.Holder {
+	fs.share.mu.Lock()
+	defer fs.share.mu.Unlock()
+	return append([]ledger.Holder(nil), fs.share.holders...)
+}
+
+// beat records this replica alive for two beats and counts the live ones.
+// A beat that fails keeps the last count: the leases themselves still keep
+// a binding to one replica.
+func (fs *Followers) beat(ctx context.Context) {
+	var spent map[string]int
+	if fs.budget != nil {
+		spent = map[string]int{}
+		for _, k := range fs.budget.Status() {
+			spent[k.Key] = k.Spent
+		}
+	}
+	fs.share.beaten.Store(true)
+	now := fs.clock.Now()
+	hs, err := fs.ledger.Beat(ctx, ledger.BeatParams{Holder: fs.holder, Now: now, TTL: fs.opts.beatTTL(), Spent: spent})
+	if err != nil {
+		if ctx.Err() == nil {
+			fs.logger.Warn("replica heartbeat failed", "holder", fs.holder, "err", err)
+		}
+		return
+	}
+	before := fs.share.live.Load()
+	fs.share.mu.Lock()
+	first := fs.share.at.IsZero()
+	fs.share.mu.Unlock()
+	fs.share.set(hs, now)
+	if fs.budget != nil {
+		// One budget per key across replicas: each spends its part.
+		fs.budget.SetReplicas(int(fs.share.live.Load()))
+		if first {
+			// What replicas gone within the minute spent is still in the
+			// tracker's minute: a replica that starts leaves room for it.
+			gone := map[string]int{}
+			for _, h := range hs {
+				if !h.Alive(now) && h.Name != fs.holder {
+					for k, n := range h.Spent {
+						gone[k] += n
+					}
+				}
+			}
+			for k, n := range gone {
+				fs.budget.Inherit(k, n)
+			}
+		}
+	}
+	if n := fs.share.live.Load(); n != before {
+		fs.logger.Info("replicas changed", "holder", fs.holder, "replicas", n, "fair_share", fs.share.fair.Load(), "held", fs.share.held.Load())
+	}
+}
+
+// BudgetStatus answers every key's budget as the status route shows it:
+// this replica's, with what every live replica spent of the key in its
+// last minute as their heartbeats last told (issue 13: the key's budget
+// across replicas). It answers nil without a budget.
+func (fs *Followers) BudgetStatus() []budget.KeyStatus {
+	if fs.budget == nil {
+		return nil
+	}
+	out := fs.budget.Status()
+	others := map[string]int{}
+	for _, h := range fs.Holders() {
+		if h.Name == fs.holder {
+			continue
+		}
+		for k, n := range h.Spent {
+			others[k] += n
+		}
+	}
+	for i := range out {
+		out[i].SpentAcrossReplicas = out[i].Spent + others[out[i].Key]
+	}
+	return out
+}
