@@ -315,7 +315,7 @@ func (fs *Followers) followersOf(tenant, kind string) []*follower {
 // switched-off workspace's follower is not woken: each nudge asks the
 // switch first. It answers how many followers it woke.
 func (fs *Followers) Nudge(ctx context.Context, tenant, kind, project string) int {
-	return fs.Wake(ctx, tenant, kind, tracker.Nudged{Project: project})
+	return fs.wakeSwitchedOn(ctx, tenant, kind, tracker.Nudged{Project: project})
 }
 
 // Credentials answers the credentials a tenant's followers of a tracker
@@ -356,7 +356,7 @@ func (fs *Followers) Deliver(ctx context.Context, tenant, kind string, header ht
 			break
 		}
 	}
-	if ok && fs.Wake(ctx, tenant, kind, nudged) > 0 {
+	if ok && fs.wakeSwitchedOn(ctx, tenant, kind, nudged) > 0 {
 		return nil
 	}
 	fs.m.Add(metrics.NudgesRefused, 1, metrics.Labels{"tenant": tenant, "tracker": kind})

@@ -72,6 +72,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
 		{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
 		{"DeliverChecksTheSignatureBeforeTheSwitch", deliverSignatureFirst},
+		{"WakeLeavesTheSwitchToItsCaller", wakeAsksNoSwitch},
 		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
 		{"IDsAreDerivedAsADR0036Says", idsDerived},
 		{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
@@ -859,6 +860,39 @@ func deliverSignatureFirst(t *testing.T) {
 	}
 	if n := e.m.Get(metrics.NudgesRefused); n != 3 {
 		t.Fatalf("refused %v, want 3 counted together", n)
+	}
+}
+
+// wakeAsksNoSwitch: the webhook route asks the switch once, after the
+// signature, and only then wakes; Wake asks it no second time.
+func wakeAsksNoSwitch(t *testing.T) {
+	e := newEnv(t)
+	asked := &countingIntegrations{Integrations: e.sw}
+	e.cfg.Integrations = asked
+	e.fs = follow.New(e.cfg)
+	e.start()
+	before := asked.n()
+	if !e.fs.Wake(e.b, tracker.Nudged{Project: "proj"}) {
+		t.Fatal("the running follower of the project was not woken")
+	}
+	if e.fs.Wake(e.b, tracker.Nudged{Project: "another"}) {
+		t.Fatal("a nudge for another project woke the follower")
+	}
+	if n := asked.n() - before; n != 0 {
+		t.Fatalf("Wake asked the switch %d times, want its caller's one ask", n)
+	}
+	e.after(3 * time.Second)
+	if n := len(e.rec.first()); n != 2 {
+		t.Fatalf("%d polls, want the wake to bring one forward", n)
+	}
+	// Nudge asks each follower's switch once, and wakes none switched off.
+	before = asked.n()
+	e.sw.Set(tenant, workspace, "tracker:fake", false)
+	if n := e.fs.Nudge(ctx, tenant, "fake", "proj"); n != 0 {
+		t.Fatalf("a switched-off follower was nudged (%d)", n)
+	}
+	if n := asked.n() - before; n != 1 {
+		t.Fatalf("a nudge asked the switch %d times, want once", n)
 	}
 }
 
