@@ -671,6 +671,7 @@ func TestWebhook(t *testing.T) {
 		if n := sw.n(); n != 2 {
 			t.Fatal("the switch was asked before the signature was checked")
 		}
+		want(t, post(e, "/relayr/v1/trackers/nobody/fake", h, b), 401, "unauthorized")
 		e.sw.Set("acme", "ops", "tracker:fake", false)
 		e.sw.Set("acme", "dev", "tracker:fake", false)
 		h, b = faketracker.DeletionDelivery(secret, e.fake.Project(), "item-9")
@@ -683,8 +684,8 @@ func TestWebhook(t *testing.T) {
 		if len(reached) != 2 {
 			t.Fatalf("the followers were woken for %v, want only the first delivery's two", reached)
 		}
-		if n := e.m.Get(metrics.NudgesRefused); n != 2 {
-			t.Fatalf("refused %v, want the bad signature and the switched-off counted together", n)
+		if n := e.m.Get(metrics.NudgesRefused); n != 3 {
+			t.Fatalf("refused %v, want the bad signature, the unknown tenant and the switched-off counted together", n)
 		}
 	})
 	t.Run("CredentialsAreNeverAskedForOnARequest", func(t *testing.T) {

@@ -71,7 +71,6 @@ func TestTrackerFollower(t *testing.T) {
 		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
 		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
 		{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
-		{"DeliverChecksTheSignatureBeforeTheSwitch", deliverSignatureFirst},
 		{"WakeLeavesTheSwitchToItsCaller", wakeAsksNoSwitch},
 		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
 		{"IDsAreDerivedAsADR0036Says", idsDerived},
@@ -826,40 +825,6 @@ func refusedPublishStops(t *testing.T) {
 	e.wantEvents(1)
 	if e.fs.Stopped(tenant, workspace) != nil {
 		t.Fatal("an opened follower still reads as stopped")
-	}
-}
-
-func deliverSignatureFirst(t *testing.T) {
-	e := newEnv(t)
-	asked := &countingIntegrations{Integrations: e.sw}
-	e.cfg.Integrations = asked
-	e.fs = follow.New(e.cfg)
-	e.start()
-	header, body := e.fake.Delivery(secret)
-	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); err != nil {
-		t.Fatalf("a good delivery: %v", err)
-	}
-	e.after(3 * time.Second)
-	if n := len(e.rec.first()); n != 2 {
-		t.Fatalf("%d polls, want the delivery to wake the follower", n)
-	}
-	before := asked.n()
-	bad, _ := e.fake.Delivery("wrong")
-	if err := e.fs.Deliver(ctx, tenant, "fake", bad, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("a bad signature: %v", err)
-	}
-	if asked.n() != before {
-		t.Fatal("the switch was asked before the signature was checked")
-	}
-	if err := e.fs.Deliver(ctx, "nobody", "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("an unknown tenant: %v", err)
-	}
-	e.sw.Set(tenant, workspace, "tracker:fake", false)
-	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("switched off: %v", err)
-	}
-	if n := e.m.Get(metrics.NudgesRefused); n != 3 {
-		t.Fatalf("refused %v, want 3 counted together", n)
 	}
 }
 
