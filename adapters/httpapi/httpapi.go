@@ -58,7 +58,9 @@ type Writes interface {
 // Waker wakes the follower of a binding after a verified nudge naming its
 // project, passing what the delivery said (the items it reports deleted
 // included); the follower debounces (ADR-0036: 2 s) and believes nothing it
-// has not read from the tracker.
+// has not read from the tracker. The route asked the switch already, once,
+// after the signature: a Waker wakes no switched-off workspace's follower
+// because it is never handed one, and asks the switch no second time.
 type Waker interface {
 	Wake(b binding.Binding, n tracker.Nudged)
 }

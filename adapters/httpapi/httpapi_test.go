@@ -521,6 +521,26 @@ func TestFeed(t *testing.T) {
 	})
 }
 
+// askedSwitch counts the switch's answers.
+type askedSwitch struct {
+	integrations.Integrations
+	mu    sync.Mutex
+	count int
+}
+
+func (s *askedSwitch) Enabled(ctx context.Context, tenant, workspace, key string) bool {
+	s.mu.Lock()
+	s.count++
+	s.mu.Unlock()
+	return s.Integrations.Enabled(ctx, tenant, workspace, key)
+}
+
+func (s *askedSwitch) n() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
 func TestWebhook(t *testing.T) {
 	const hook = "/relayr/v1/trackers/acme/fake"
 	// The followers asked for credentials: only then can a delivery be
@@ -619,6 +639,53 @@ func TestWebhook(t *testing.T) {
 		}
 		if got := e.waker.list(); len(got) != 1 || got[0] != "acme/dev" {
 			t.Fatalf("woken %v", got)
+		}
+	})
+	t.Run("TheSwitchIsAskedOnceAfterTheSignatureAndTheFollowersNever", func(t *testing.T) {
+		// Wired as the app wires it: the route asks the switch, then the
+		// followers' Wake, which asks it no second time.
+		sw := &askedSwitch{}
+		var mu sync.Mutex
+		var reached []string
+		e := newEnv(t, func(c *httpapi.Config) {
+			sw.Integrations = c.Integrations
+			c.Integrations = sw
+			fs := follow.New(follow.Config{Ledger: c.Ledger.(ledger.Ledger), Log: c.Log, Connections: c.Connections, Integrations: sw, Clock: c.Clock})
+			c.Waker = httpapi.WakerFunc(func(b binding.Binding, n tracker.Nudged) {
+				mu.Lock()
+				reached = append(reached, b.Name())
+				mu.Unlock()
+				fs.Wake(b, n)
+			})
+		})
+		asked(e)
+		h, b := signed(e, secret)
+		if r := post(e, hook, h, b); r.status != 204 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if n := sw.n(); n != 2 {
+			t.Fatalf("the switch asked %d times, want once for each of the two workspaces", n)
+		}
+		bad, _ := signed(e, "wrong")
+		want(t, post(e, hook, bad, b), 401, "unauthorized")
+		if n := sw.n(); n != 2 {
+			t.Fatal("the switch was asked before the signature was checked")
+		}
+		want(t, post(e, "/relayr/v1/trackers/nobody/fake", h, b), 401, "unauthorized")
+		e.sw.Set("acme", "ops", "tracker:fake", false)
+		e.sw.Set("acme", "dev", "tracker:fake", false)
+		h, b = faketracker.DeletionDelivery(secret, e.fake.Project(), "item-9")
+		want(t, post(e, hook, h, b), 401, "unauthorized")
+		if n := sw.n(); n != 4 {
+			t.Fatalf("the switch asked %d times, want once more for each workspace", n-2)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reached) != 2 {
+			t.Fatalf("the followers were woken for %v, want only the first delivery's two", reached)
+		}
+		if n := e.m.Get(metrics.NudgesRefused); n != 3 {
+			t.Fatalf("refused %v, want the bad signature, the unknown tenant and the switched-off counted together", n)
 		}
 	})
 	t.Run("CredentialsAreNeverAskedForOnARequest", func(t *testing.T) {

@@ -188,7 +188,8 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 	if !a.replays.remember(digest) {
 		return nudgeReplayed
 	}
-	// Only then the switch, for each workspace bound to the project.
+	// Only then the switch, for each workspace bound to the project: asked
+	// here once, the Waker asks it no second time.
 	woken := 0
 	for _, b := range candidates {
 		tr, _, ok := a.c.Connections.Cached(b)

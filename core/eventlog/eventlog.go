@@ -82,8 +82,9 @@ type Log interface {
 	Head(ctx context.Context, tenant, workspace string) (int64, error)
 }
 
-// The longest id, and tenant, workspace or type, every log keeps (the
-// ledger's MaxKey and MaxName).
+// The longest id, and tenant, workspace or type, every log keeps. MaxName
+// is the one limit of a name in relayr: the ledger's MaxName and the write
+// path's checks refer to it.
 const (
 	MaxID   = 1024
 	MaxName = 256

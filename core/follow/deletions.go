@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -14,29 +15,44 @@ import (
 // more memory than this; an id past it waits for the sweep.
 const MaxPendingDeletions = 1024
 
-// Wake wakes the followers this process runs of the project a verified
-// delivery names, debounced (ADR-0036: "A verified nudge wakes the
-// followers this process runs of the project it names, debounced by 2 s"),
-// and hands each the items the delivery reports deleted. At its debounced
-// poll a follower reads each such item once, through its budget, and
-// publishes tracker:item_removed with deleted: true only when the tracker
-// answers that the item is gone; an item that still reads back, or that
-// the binding never read (another project's, or removed already), publishes
-// nothing. A delivery only nudges: nothing is believed without that read.
-// A switched-off workspace's follower is not woken. It answers how many
-// followers it woke.
-func (fs *Followers) Wake(ctx context.Context, tenant, kind string, n tracker.Nudged) int {
+// Wake wakes b's follower, when this process runs it and it follows the
+// project a verified delivery names, debounced (ADR-0036: "A verified nudge
+// wakes the followers this process runs of the project it names, debounced
+// by 2 s"), and hands it the items the delivery reports deleted. At its
+// debounced poll a follower reads each such item once, through its budget,
+// and publishes tracker:item_removed with deleted: true only when the
+// tracker answers that the item is gone; an item that still reads back, or
+// that the binding never read (another project's, or removed already),
+// publishes nothing. A delivery only nudges: nothing is believed without
+// that read.
+//
+// Wake asks no switch: its caller asked it once, after the signature
+// (ADR-0036: "only then the switch"), as the webhook route does, and wakes
+// no switched-off workspace. It answers whether it woke the follower.
+func (fs *Followers) Wake(b binding.Binding, n tracker.Nudged) bool {
+	fs.mu.Lock()
+	f, ok := fs.running[b.Name()]
+	fs.mu.Unlock()
+	if !ok || f.projectName() != n.Project {
+		return false
+	}
+	f.deleted.add(n.Deleted)
+	select {
+	case f.nudges <- struct{}{}:
+	default: // a nudge is already pending; they are debounced anyway
+	}
+	return true
+}
+
+// wakeSwitchedOn wakes the followers this process runs of a tenant's
+// project on a tracker kind whose workspaces have the tracker switched on,
+// asking each one's switch once. It answers how many it woke.
+func (fs *Followers) wakeSwitchedOn(ctx context.Context, tenant, kind string, n tracker.Nudged) int {
 	woken := 0
 	for _, f := range fs.followersOf(tenant, kind) {
-		if f.projectName() != n.Project || !f.enabled(ctx) {
-			continue
+		if f.projectName() == n.Project && f.enabled(ctx) && fs.Wake(f.b, n) {
+			woken++
 		}
-		f.deleted.add(n.Deleted)
-		select {
-		case f.nudges <- struct{}{}:
-		default: // a nudge is already pending; they are debounced anyway
-		}
-		woken++
 	}
 	return woken
 }

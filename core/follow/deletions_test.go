@@ -2,6 +2,7 @@ package follow_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -32,7 +33,25 @@ func TestReportedDeletions(t *testing.T) {
 // deliver hands the followers a delivery reporting id deleted from project.
 func (e *env) deliver(sec, project, id string) error {
 	h, body := faketracker.DeletionDelivery(sec, project, id)
-	return e.fs.Deliver(ctx, tenant, "fake", h, body)
+	return e.nudge(h, body)
+}
+
+// nudge takes a webhook delivery along the HTTP route's path (adapters/
+// httpapi's webhook, ADR-0036): the signature checked with the credentials
+// the follower last asked for, only then the switch, then the followers'
+// Wake. A delivery no switched-on binding of the project verifies is
+// refused (the route's 401) with an error matching tracker.ErrUnauthorized.
+func (e *env) nudge(h http.Header, body []byte) error {
+	tr, creds, ok := e.conns.Cached(e.b)
+	if !ok || creds.WebhookSecret == "" {
+		return tracker.ErrUnauthorized
+	}
+	n, err := tr.Nudge(creds.WebhookSecret, h, body)
+	if err != nil || tr.Project() != n.Project || !e.cfg.Integrations.Enabled(ctx, tenant, workspace, e.b.Integration()) {
+		return tracker.ErrUnauthorized
+	}
+	e.fs.Wake(e.b, n)
+	return nil
 }
 
 func (e *env) deleteItem(id string) {
@@ -159,13 +178,13 @@ func replayedDeletion(t *testing.T) {
 	e.start()
 	e.deleteItem(a.Ref.ID)
 	h, body := faketracker.DeletionDelivery(secret, "proj", a.Ref.ID)
-	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+	if err := e.nudge(h, body); err != nil {
 		t.Fatal(err)
 	}
 	e.after(time.Minute)
 	e.wantEvents(1)
 	items := e.fake.Calls(faketracker.MethodItem)
-	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+	if err := e.nudge(h, body); err != nil {
 		t.Fatal(err)
 	}
 	e.after(time.Minute)
@@ -201,7 +220,7 @@ func deletionBeforeAnyRead(t *testing.T) {
 	a := e.ensure("a", tracker.Draft{Title: "A"})
 	e.deleteItem(a.Ref.ID)
 	h, body := faketracker.DeletionDelivery(secret, "proj", a.Ref.ID)
-	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+	if err := e.nudge(h, body); err != nil {
 		t.Fatal(err)
 	}
 	e.after(follow.DefaultDebounce)
@@ -217,7 +236,7 @@ func deletionBeforeAnyRead(t *testing.T) {
 	}
 	// A replay finds the key marked and asks nothing.
 	items := e.fake.Calls(faketracker.MethodItem)
-	if err := e.fs.Deliver(ctx, tenant, "fake", h, body); err != nil {
+	if err := e.nudge(h, body); err != nil {
 		t.Fatal(err)
 	}
 	e.after(time.Minute)

@@ -116,7 +116,7 @@ func digest(canonical string) string {
 // it), so the change is not published twice.
 //
 // The updated_at is rendered in RFC 3339 UTC to the nanosecond, the digest
-// is the hex SHA-256 of the canonical JSON (writes.Canonical).
+// is the hex SHA-256 of the canonical JSON (ledger.Canonical).
 func (s Scope) ChangedID(itemID, field, newCanonical string, from time.Time) string {
 	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, field, digest(newCanonical), stamp(from))
 }

@@ -66,12 +66,6 @@ func (f *follower) projectName() string {
 	return f.project
 }
 
-func (f *follower) trackerNow() tracker.Tracker {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.tr
-}
-
 func (f *follower) setTracker(tr tracker.Tracker) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

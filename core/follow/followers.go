@@ -19,9 +19,7 @@ package follow
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -315,7 +313,7 @@ func (fs *Followers) followersOf(tenant, kind string) []*follower {
 // switched-off workspace's follower is not woken: each nudge asks the
 // switch first. It answers how many followers it woke.
 func (fs *Followers) Nudge(ctx context.Context, tenant, kind, project string) int {
-	return fs.Wake(ctx, tenant, kind, tracker.Nudged{Project: project})
+	return fs.wakeSwitchedOn(ctx, tenant, kind, tracker.Nudged{Project: project})
 }
 
 // Credentials answers the credentials a tenant's followers of a tracker
@@ -332,35 +330,6 @@ func (fs *Followers) Credentials(tenant, kind string) (tracker.Credentials, bool
 		}
 	}
 	return tracker.Credentials{}, false
-}
-
-// Deliver takes a webhook delivery for a tenant's tracker: it checks the
-// signature first, with the credentials the followers last asked for, and
-// only then asks the switch, and wakes the followers of the project the
-// delivery names. An unknown tenant, a bad signature, and a project no
-// switched-on follower here follows are the same refusal, an error matching
-// tracker.ErrUnauthorized, counted together in relayr.trackers.nudges_refused
-// (ADR-0036: "are the same 401, counted together"). The HTTP route answers
-// nil with 204 and a refusal with 401.
-func (fs *Followers) Deliver(ctx context.Context, tenant, kind string, header http.Header, body []byte) error {
-	var nudged tracker.Nudged
-	ok := false
-	for _, f := range fs.followersOf(tenant, kind) {
-		tr := f.trackerNow()
-		creds, has := fs.conns.LastCredentials(f.b)
-		if tr == nil || !has {
-			continue
-		}
-		if n, err := tr.Nudge(creds.WebhookSecret, header, body); err == nil {
-			nudged, ok = n, true
-			break
-		}
-	}
-	if ok && fs.Wake(ctx, tenant, kind, nudged) > 0 {
-		return nil
-	}
-	fs.m.Add(metrics.NudgesRefused, 1, metrics.Labels{"tenant": tenant, "tracker": kind})
-	return fmt.Errorf("%w: delivery refused", tracker.ErrUnauthorized)
 }
 
 // ErrSwitchedOff is PollOnce's answer for a workspace whose tracker is

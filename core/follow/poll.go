@@ -15,7 +15,6 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 	"github.com/relayr-go/relayr/core/tracker"
-	"github.com/relayr-go/relayr/core/writes"
 )
 
 // errOutOfBudget: the poll found no request left in the minute.
@@ -515,7 +514,7 @@ func decodeSnapshot(row ledger.SnapshotRow) (*snapshot, error) {
 
 func sameFields(a, b tracker.Item) bool {
 	for _, field := range Fields {
-		if writes.Canonical(field, a) != writes.Canonical(field, b) {
+		if ledger.Canonical(field, a) != ledger.Canonical(field, b) {
 			return false
 		}
 	}
@@ -607,7 +606,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		// echoes it reads (ADR-0036: "The first read of a binding
 		// consumes them too").
 		for _, field := range Fields {
-			if v, ok := echo(r.tr, field, values[field], writes.Canonical(field, it)); ok {
+			if v, ok := echo(r.tr, field, values[field], ledger.Canonical(field, it)); ok {
 				consume[field] = v
 			}
 		}
@@ -628,7 +627,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		next.CommentsUntil, next.SeenAt, next.Through = snap.CommentsUntil, slices.Clone(snap.SeenAt), snap.Through
 		var changed []string
 		for _, field := range Fields {
-			old, cur := writes.Canonical(field, snap.Item), writes.Canonical(field, it)
+			old, cur := ledger.Canonical(field, snap.Item), ledger.Canonical(field, it)
 			// relayr's own writes are dropped by value: a field read back
 			// holding the value recorded for it is an echo, and the
 			// recorded value is consumed, so a person who later sets that
@@ -657,7 +656,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 			actor = ""
 		}
 		for _, field := range changed {
-			events = append(events, r.scope.changed(it, snap.Item.UpdatedAt, key, field, writes.Canonical(field, snap.Item), writes.Canonical(field, it), actor, correlation, now))
+			events = append(events, r.scope.changed(it, snap.Item.UpdatedAt, key, field, ledger.Canonical(field, snap.Item), ledger.Canonical(field, it), actor, correlation, now))
 		}
 	}
 	for _, c := range comments {

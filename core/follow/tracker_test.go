@@ -71,7 +71,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
 		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
 		{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
-		{"DeliverChecksTheSignatureBeforeTheSwitch", deliverSignatureFirst},
+		{"WakeLeavesTheSwitchToItsCaller", wakeAsksNoSwitch},
 		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
 		{"IDsAreDerivedAsADR0036Says", idsDerived},
 		{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
@@ -828,37 +828,36 @@ func refusedPublishStops(t *testing.T) {
 	}
 }
 
-func deliverSignatureFirst(t *testing.T) {
+// wakeAsksNoSwitch: the webhook route asks the switch once, after the
+// signature, and only then wakes; Wake asks it no second time.
+func wakeAsksNoSwitch(t *testing.T) {
 	e := newEnv(t)
 	asked := &countingIntegrations{Integrations: e.sw}
 	e.cfg.Integrations = asked
 	e.fs = follow.New(e.cfg)
 	e.start()
-	header, body := e.fake.Delivery(secret)
-	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); err != nil {
-		t.Fatalf("a good delivery: %v", err)
+	before := asked.n()
+	if !e.fs.Wake(e.b, tracker.Nudged{Project: "proj"}) {
+		t.Fatal("the running follower of the project was not woken")
+	}
+	if e.fs.Wake(e.b, tracker.Nudged{Project: "another"}) {
+		t.Fatal("a nudge for another project woke the follower")
+	}
+	if n := asked.n() - before; n != 0 {
+		t.Fatalf("Wake asked the switch %d times, want its caller's one ask", n)
 	}
 	e.after(3 * time.Second)
 	if n := len(e.rec.first()); n != 2 {
-		t.Fatalf("%d polls, want the delivery to wake the follower", n)
+		t.Fatalf("%d polls, want the wake to bring one forward", n)
 	}
-	before := asked.n()
-	bad, _ := e.fake.Delivery("wrong")
-	if err := e.fs.Deliver(ctx, tenant, "fake", bad, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("a bad signature: %v", err)
-	}
-	if asked.n() != before {
-		t.Fatal("the switch was asked before the signature was checked")
-	}
-	if err := e.fs.Deliver(ctx, "nobody", "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("an unknown tenant: %v", err)
-	}
+	// Nudge asks each follower's switch once, and wakes none switched off.
+	before = asked.n()
 	e.sw.Set(tenant, workspace, "tracker:fake", false)
-	if err := e.fs.Deliver(ctx, tenant, "fake", header, body); !errors.Is(err, tracker.ErrUnauthorized) {
-		t.Fatalf("switched off: %v", err)
+	if n := e.fs.Nudge(ctx, tenant, "fake", "proj"); n != 0 {
+		t.Fatalf("a switched-off follower was nudged (%d)", n)
 	}
-	if n := e.m.Get(metrics.NudgesRefused); n != 3 {
-		t.Fatalf("refused %v, want 3 counted together", n)
+	if n := asked.n() - before; n != 1 {
+		t.Fatalf("a nudge asked the switch %d times, want once", n)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -363,10 +364,14 @@ type Ledger interface {
 // The longest names and keys every store keeps (the domain refuses keys
 // over 1,024 bytes before the ledger sees them; PostgreSQL indexes no entry
 // over about 2.7 KB): a tenant, workspace or follower name is at most
-// MaxName bytes; a key, an item id or an event id at most MaxKey.
+// MaxName bytes; a key, an item id or an event id at most MaxKey. Each is
+// defined once, where it is first needed, and named here for the stores:
+// a name's in eventlog (a log keeps the tenant and workspace), a key's in
+// tracker (relayr files under it); an event id's, eventlog.MaxID, is the
+// same length as a key's.
 const (
-	MaxName = 256
-	MaxKey  = 1024
+	MaxName = eventlog.MaxName
+	MaxKey  = tracker.MaxKeyBytes
 )
 
 // CheckText refuses what no store can keep alike: a NUL byte or text that is

@@ -334,7 +334,8 @@ func ValidatePatch(p Patch) error {
 	return nil
 }
 
-// MaxKeyBytes is the longest key relayr files under.
+// MaxKeyBytes is the longest key relayr files under: the one limit of a
+// key in relayr, which the ledger's MaxKey refers to.
 const MaxKeyBytes = 1024
 
 // DescriptionHolder is implemented by a Tracker that rewrites descriptions

@@ -20,7 +20,7 @@ import (
 func (s session) recordHeld(ctx context.Context, k ledger.Key, recorded map[string]string, got tracker.Item) error {
 	held := map[string]string{}
 	for field, predicted := range recorded {
-		if v := Canonical(field, got); v != predicted {
+		if v := ledger.Canonical(field, got); v != predicted {
 			held[field] = v
 		}
 	}
@@ -37,7 +37,7 @@ func (s session) recordHeld(ctx context.Context, k ledger.Key, recorded map[stri
 func answered(set map[string]string, got tracker.Item) map[string]string {
 	out := make(map[string]string, len(set))
 	for field := range set {
-		out[field] = Canonical(field, got)
+		out[field] = ledger.Canonical(field, got)
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package writes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -47,31 +46,10 @@ func (s session) known(ctx context.Context, row ledger.Claim) (tracker.Item, err
 	}
 	for field, recorded := range row.Values {
 		if v := ledger.Last(recorded); v != "" {
-			setCanonical(&it, field, v)
+			ledger.SetCanonical(&it, field, v)
 		}
 	}
 	return it, nil
-}
-
-// setCanonical sets a field of it from its canonical JSON (Canonical's
-// inverse); a value that doesn't decode is left out.
-func setCanonical(it *tracker.Item, field, v string) {
-	switch field {
-	case tracker.FieldTitle:
-		_ = json.Unmarshal([]byte(v), &it.Title)
-	case tracker.FieldDescription:
-		_ = json.Unmarshal([]byte(v), &it.Description)
-	case tracker.FieldState:
-		var st string
-		if json.Unmarshal([]byte(v), &st) == nil {
-			it.State = tracker.State(st)
-		}
-	case tracker.FieldLabels:
-		var labels []string
-		if json.Unmarshal([]byte(v), &labels) == nil {
-			it.Labels = labels
-		}
-	}
 }
 
 // waitForHolder answers a key whose fresh claim another attempt holds.

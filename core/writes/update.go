@@ -82,7 +82,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		if err != nil {
 			return tracker.Item{}, err
 		}
-		diff, values = pick(p.Patch, want, func(f string) bool { return !sameValue(tr, f, want[f], Canonical(f, res.Item)) })
+		diff, values = pick(p.Patch, want, func(f string) bool { return !sameValue(tr, f, want[f], ledger.Canonical(f, res.Item)) })
 		if diff.Empty() {
 			// Nothing differs from what the tracker holds: nothing is
 			// sent (ADR-0036: no started sent to a Vikunja task already
@@ -152,16 +152,16 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 func heldPatch(t tracker.Tracker, p tracker.Patch) map[string]string {
 	values := map[string]string{}
 	if p.Title != nil {
-		values[tracker.FieldTitle] = canonical(*p.Title)
+		values[tracker.FieldTitle] = ledger.Canonical(tracker.FieldTitle, tracker.Item{Title: *p.Title})
 	}
 	if p.Description != nil {
-		values[tracker.FieldDescription] = canonical(HeldDescription(t, *p.Description))
+		values[tracker.FieldDescription] = ledger.Canonical(tracker.FieldDescription, tracker.Item{Description: HeldDescription(t, *p.Description)})
 	}
 	if p.State != nil {
-		values[tracker.FieldState] = canonical(string(t.Holds(*p.State)))
+		values[tracker.FieldState] = ledger.Canonical(tracker.FieldState, tracker.Item{State: t.Holds(*p.State)})
 	}
 	if p.Labels != nil {
-		values[tracker.FieldLabels] = canonical(sortedSet(*p.Labels))
+		values[tracker.FieldLabels] = ledger.Canonical(tracker.FieldLabels, tracker.Item{Labels: *p.Labels})
 	}
 	return values
 }

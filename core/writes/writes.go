@@ -10,7 +10,6 @@ package writes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -365,7 +364,7 @@ func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, fo
 	if missing := missingLabels(found.Labels, d.Labels); len(missing) > 0 {
 		labels := append(slices.Clone(found.Labels), missing...)
 		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
-			if _, err := s.w.ledger.SetValues(ctx, k, map[string]string{tracker.FieldLabels: canonical(sortedSet(labels))}); err != nil {
+			if _, err := s.w.ledger.SetValues(ctx, k, map[string]string{tracker.FieldLabels: ledger.Canonical(tracker.FieldLabels, tracker.Item{Labels: labels})}); err != nil {
 				return fmt.Errorf("%w: %w", errLedger, err)
 			}
 			updated, err := t.Update(wctx, found.Ref.ID, tracker.Patch{Labels: &labels})
@@ -527,15 +526,17 @@ func mergeRef(recorded, read tracker.ItemRef) tracker.ItemRef {
 // heldValues are a draft's values as the tracker will hold them, in
 // canonical JSON by field.
 func heldValues(t tracker.Tracker, d tracker.Draft) map[string]string {
+	held := tracker.Item{Title: d.Title, Description: HeldDescription(t, d.Description), Labels: d.Labels}
 	v := map[string]string{
-		tracker.FieldTitle:       canonical(d.Title),
-		tracker.FieldDescription: canonical(HeldDescription(t, d.Description)),
+		tracker.FieldTitle:       ledger.Canonical(tracker.FieldTitle, held),
+		tracker.FieldDescription: ledger.Canonical(tracker.FieldDescription, held),
 	}
 	if d.State != "" {
-		v[tracker.FieldState] = canonical(string(t.Holds(d.State)))
+		held.State = t.Holds(d.State)
+		v[tracker.FieldState] = ledger.Canonical(tracker.FieldState, held)
 	}
 	if len(d.Labels) > 0 {
-		v[tracker.FieldLabels] = canonical(sortedSet(d.Labels))
+		v[tracker.FieldLabels] = ledger.Canonical(tracker.FieldLabels, held)
 	}
 	return v
 }
@@ -547,33 +548,6 @@ func HeldDescription(t tracker.Tracker, d string) string {
 		return h.HoldsDescription(d)
 	}
 	return d
-}
-
-func sortedSet(labels []string) []string {
-	out := slices.Clone(labels)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// Canonical renders a field's value as the ledger records it and the
-// followers compare it: JSON, label sets sorted.
-func Canonical(field string, it tracker.Item) string {
-	switch field {
-	case tracker.FieldTitle:
-		return canonical(it.Title)
-	case tracker.FieldDescription:
-		return canonical(it.Description)
-	case tracker.FieldState:
-		return canonical(string(it.State))
-	case tracker.FieldLabels:
-		return canonical(sortedSet(it.Labels))
-	}
-	return ""
-}
-
-func canonical(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 var errLedger = errors.New("ledger")

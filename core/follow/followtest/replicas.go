@@ -19,7 +19,6 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 	"github.com/relayr-go/relayr/core/tracker"
-	"github.com/relayr-go/relayr/core/writes"
 )
 
 // killable is a replica's view of the ledger that a kill cuts: from then
@@ -162,7 +161,7 @@ func replicasShare(t *testing.T, s Store) {
 			}
 			it := mustSnapshot(fakes[i], items[i])
 			sc := follow.Scope{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Project: fmt.Sprint("proj-", i), Tracker: kind}
-			changes = append(changes, change{sc.Workspace, sc.ChangedID(items[i], tracker.FieldTitle, writes.Canonical(tracker.FieldTitle, it), from.UpdatedAt)})
+			changes = append(changes, change{sc.Workspace, sc.ChangedID(items[i], tracker.FieldTitle, ledger.Canonical(tracker.FieldTitle, it), from.UpdatedAt)})
 			time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
 		}
 	}

@@ -236,7 +236,8 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	a.API = httpapi.New(httpapi.Config{
 		Writes: w, Log: log, Connections: conns, Integrations: o.Integrations, Ledger: store,
 		Waker: httpapi.WakerFunc(func(b binding.Binding, n tracker.Nudged) {
-			fs.Wake(context.WithoutCancel(ctx), b.Tenant, b.Kind(), n)
+			// The route asked the switch, once, after the signature.
+			fs.Wake(b, n)
 		}),
 		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
 		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
