@@ -133,9 +133,13 @@ func TestFigurePollsOf500BindingsSpreadOverTheInterval(t *testing.T) {
 				time.Sleep(2*c.interval + 2*time.Minute)
 				perSecond := map[int64]int{}
 				k.mu.Lock()
+				fewest := -1
 				for _, ps := range k.polls {
 					for _, p := range ps {
 						perSecond[p.Unix()]++
+					}
+					if fewest < 0 || len(ps) < fewest {
+						fewest = len(ps)
 					}
 				}
 				k.mu.Unlock()
@@ -147,10 +151,8 @@ func TestFigurePollsOf500BindingsSpreadOverTheInterval(t *testing.T) {
 				if most > c.most {
 					t.Fatalf("%d polls in one second, want at most %d", most, c.most)
 				}
-				for i, ps := range k.polls {
-					if len(ps) < 2 {
-						t.Fatalf("binding %d polled %d times in two intervals", i, len(ps))
-					}
+				if fewest < 2 {
+					t.Fatalf("a binding polled %d times in two intervals", fewest)
 				}
 			})
 		})
