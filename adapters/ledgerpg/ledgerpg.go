@@ -946,24 +946,33 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 	}
 	var out []eventlog.Event
 	err := l.query(ctx, tenant, l.q.readEvents, []any{tenant, workspace, afterSeq, limit}, func(rows pgx.Rows) error {
-		for rows.Next() {
-			e := eventlog.Event{Tenant: tenant, Workspace: workspace}
-			var (
-				at   pgtype.Timestamptz
-				data []byte
-			)
-			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
-				return err
-			}
-			if len(data) > 0 {
-				e.Data = data
-			}
-			e.At = fromTS(at)
-			out = append(out, e)
-		}
-		return rows.Err()
+		var err error
+		out, err = scanEvents(rows, tenant, workspace)
+		return err
 	})
 	return out, err
+}
+
+// scanEvents reads a workspace's events from rows of seq, id, type,
+// correlation, data and at, as Read and LatestEvents select them.
+func scanEvents(rows pgx.Rows, tenant, workspace string) ([]eventlog.Event, error) {
+	var out []eventlog.Event
+	for rows.Next() {
+		e := eventlog.Event{Tenant: tenant, Workspace: workspace}
+		var (
+			at   pgtype.Timestamptz
+			data []byte
+		)
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
+			return nil, err
+		}
+		if len(data) > 0 {
+			e.Data = data
+		}
+		e.At = fromTS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 // Beat implements ledger.Holders in one statement. The heartbeat belongs to

@@ -38,22 +38,9 @@ func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 	}
 	var out []eventlog.Event
 	err := l.query(ctx, q.Tenant, l.q.latestEvents, []any{q.Tenant, q.Workspace, q.Type, q.Limit}, func(rows pgx.Rows) error {
-		for rows.Next() {
-			e := eventlog.Event{Tenant: q.Tenant, Workspace: q.Workspace}
-			var (
-				at   pgtype.Timestamptz
-				data []byte
-			)
-			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
-				return err
-			}
-			if len(data) > 0 {
-				e.Data = data
-			}
-			e.At = fromTS(at)
-			out = append(out, e)
-		}
-		return rows.Err()
+		var err error
+		out, err = scanEvents(rows, q.Tenant, q.Workspace)
+		return err
 	})
 	return out, err
 }

@@ -1018,22 +1018,8 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			e := eventlog.Event{Tenant: tenant, Workspace: workspace}
-			var (
-				at   sql.NullInt64
-				data []byte
-			)
-			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
-				return err
-			}
-			if len(data) > 0 {
-				e.Data = data
-			}
-			e.At = fromNanos(at)
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = scanEvents(rows, tenant, workspace)
+		return err
 	})
 	return out, err
 }
@@ -1041,3 +1027,25 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 // withTable puts one of the ledger's own table names (followerTable,
 // deadLetterTable: constants, never input) into a query.
 func withTable(query, table string) string { return strings.Replace(query, "{table}", table, 1) }
+
+// scanEvents reads a workspace's events from rows of seq, id, type,
+// correlation, data and at, as Read and LatestEvents select them.
+func scanEvents(rows *sql.Rows, tenant, workspace string) ([]eventlog.Event, error) {
+	var out []eventlog.Event
+	for rows.Next() {
+		e := eventlog.Event{Tenant: tenant, Workspace: workspace}
+		var (
+			at   sql.NullInt64
+			data []byte
+		)
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
+			return nil, err
+		}
+		if len(data) > 0 {
+			e.Data = data
+		}
+		e.At = fromNanos(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

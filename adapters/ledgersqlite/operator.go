@@ -41,22 +41,8 @@ func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			e := eventlog.Event{Tenant: q.Tenant, Workspace: q.Workspace}
-			var (
-				at   sql.NullInt64
-				data []byte
-			)
-			if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Correlation, &data, &at); err != nil {
-				return err
-			}
-			if len(data) > 0 {
-				e.Data = data
-			}
-			e.At = fromNanos(at)
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = scanEvents(rows, q.Tenant, q.Workspace)
+		return err
 	})
 	return out, err
 }
