@@ -430,18 +430,23 @@ func (b *Budget) Continue(ctx context.Context, key string) (context.Context, fun
 // spares (Spare's, or with idle Idle's, rule): it answers false, counting
 // the refusal as Spare does, when the minute spares nothing.
 func (b *Budget) ContinueSpare(ctx context.Context, key string, idle bool) (context.Context, func(), bool) {
-	b.mu.Lock()
-	keep := 0
-	if idle {
-		keep = b.share() / 2
-	}
-	ok := b.hasSpare(key, b.clock.Now(), keep)
-	b.mu.Unlock()
-	if !ok {
+	if !b.spares(key, idle) {
 		return ctx, func() {}, false
 	}
 	ctx, done, err := b.Continue(ctx, key)
 	return ctx, done, err == nil
+}
+
+// spares reports whether the key's minute has a request to spare (with
+// idle, while it is less than half spent), counting a refusal.
+func (b *Budget) spares(key string, idle bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keep := 0
+	if idle {
+		keep = b.share() / 2
+	}
+	return b.hasSpare(key, b.clock.Now(), keep)
 }
 
 // reserve makes the meter of a follower call just admitted, reserving
@@ -484,14 +489,7 @@ func (b *Budget) Idle(ctx context.Context, key string) (context.Context, func(),
 }
 
 func (b *Budget) spare(ctx context.Context, key string, idle bool) (context.Context, func(), bool) {
-	b.mu.Lock()
-	keep := 0
-	if idle {
-		keep = b.share() / 2
-	}
-	ok := b.hasSpare(key, b.clock.Now(), keep)
-	b.mu.Unlock()
-	if !ok {
+	if !b.spares(key, idle) {
 		return ctx, func() {}, false
 	}
 	// What the minute spares goes through the pacer in turn with the
