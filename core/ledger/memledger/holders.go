@@ -68,11 +68,11 @@ func (h *Holders) Leave(ctx context.Context, holder string, now time.Time) error
 }
 
 // Beat implements ledger.Holders.
-func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
+func (l *driver) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
 	return l.holders.Beat(ctx, p)
 }
 
 // Leave implements ledger.Holders.
-func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
+func (l *driver) Leave(ctx context.Context, holder string, now time.Time) error {
 	return l.holders.Leave(ctx, holder, now)
 }

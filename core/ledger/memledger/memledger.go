@@ -1,16 +1,17 @@
-// Package memledger is the in-memory Ledger and EventLog: every rule of both
-// ports, kept in maps behind one mutex, for tests and for a relayr that needs
-// to remember nothing across restarts.
+// Package memledger is the in-memory Ledger and EventLog: the portable
+// ledger.Store over a driver that keeps its rows in maps behind one mutex,
+// for tests and for a relayr that needs to remember nothing across
+// restarts.
 //
-// It passes the same contract suites as the SQL stores (ledgertest,
-// eventlogtest), refuses the same values they refuse (package validate), and
-// honours ctx: a cancelled context fails a call and changes nothing.
+// Store owns the ports' rules (the checks, the claim's outcomes, the
+// pending values, the cursor's order); the driver runs the same conformance
+// suite (drivertest) as the SQL drivers, and the ledger the same contract
+// suites (ledgertest, eventlogtest).
 package memledger
 
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -19,17 +20,29 @@ import (
 
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
-	"github.com/relayr-go/relayr/core/ledger/validate"
 )
 
 var (
-	_ ledger.Ledger = (*Ledger)(nil)
-	_ eventlog.Log  = (*Ledger)(nil)
+	_ ledger.Ledger   = (*Ledger)(nil)
+	_ ledger.Operator = (*Ledger)(nil)
+	_ eventlog.Log    = (*Ledger)(nil)
+	_ ledger.Driver   = (*driver)(nil)
 )
 
-// Ledger is an in-memory ledger.Ledger and eventlog.Log, safe for
-// concurrent use. The zero value is not ready; use New.
+// Ledger is the in-memory ledger: the portable ledger.Store over the
+// memory driver, safe for concurrent use. The zero value is not ready; use
+// New.
 type Ledger struct {
+	*ledger.Store
+}
+
+// New returns an empty ledger.
+func New() *Ledger { return &Ledger{Store: ledger.NewStore(newDriver())} }
+
+// driver keeps every row in maps behind one mutex: each of its methods is
+// one critical section, as each of a SQL store's is one statement or
+// transaction.
+type driver struct {
 	mu        sync.Mutex
 	claims    map[ledger.Key]*ledger.Claim
 	writes    map[itemKey][]time.Time
@@ -61,9 +74,8 @@ type workspaceLog struct {
 	seqs   map[string]int64
 }
 
-// New returns an empty ledger.
-func New() *Ledger {
-	return &Ledger{
+func newDriver() *driver {
+	return &driver{
 		claims:    map[ledger.Key]*ledger.Claim{},
 		writes:    map[itemKey][]time.Time{},
 		snapshots: map[workspaceKey]map[string]ledger.SnapshotRow{},
@@ -73,14 +85,14 @@ func New() *Ledger {
 	}
 }
 
-// begin checks ctx and takes the lock; the caller defers l.mu.Unlock.
-func (l *Ledger) begin(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memledger: %w", err)
-	}
-	l.mu.Lock()
-	return nil
-}
+// Name implements ledger.Driver.
+func (l *driver) Name() string { return "memledger" }
+
+// MapError implements ledger.Driver: memory fails in no way of its own.
+func (l *driver) MapError(err error) error { return err }
+
+// Close implements ledger.Driver: memory holds nothing to release.
+func (l *driver) Close() error { return nil }
 
 func copyClaim(c *ledger.Claim) ledger.Claim {
 	out := *c
@@ -92,94 +104,60 @@ func copyClaim(c *ledger.Claim) ledger.Claim {
 	return out
 }
 
-// Claim implements ledger.Claims.
-func (l *Ledger) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Claim, ledger.Outcome, error) {
-	if err := validate.Claim(p); err != nil {
-		return ledger.Claim{}, 0, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Claim{}, 0, err
-	}
+// TakeClaim implements ledger.Driver.
+func (l *driver) TakeClaim(_ context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[p.Key]
 	if !ok {
-		c = &ledger.Claim{Key: p.Key, Nonce: ledger.NewNonce(), ClaimedAt: p.Now, Correlation: p.Correlation}
+		c = &ledger.Claim{Key: p.Key, Nonce: nonce, ClaimedAt: p.Now, Correlation: p.Correlation}
 		l.claims[p.Key] = c
 		return copyClaim(c), ledger.Fresh, nil
 	}
-	switch {
-	case c.Deleted:
-		return copyClaim(c), ledger.Deleted, nil
-	case c.Recorded:
-		return copyClaim(c), ledger.Recorded, nil
-	case c.ClaimedAt.Before(p.Now.Add(-p.RetakeAfter)):
-		// ADR-0033: a claim more than 30 s old that never recorded is
-		// taken again; the first claimer's correlation stays.
-		c.Nonce = ledger.NewNonce()
+	if !c.Deleted && !c.Recorded && c.ClaimedAt.Before(p.Now.Add(-p.RetakeAfter)) {
+		c.Nonce = nonce
 		c.ClaimedAt = p.Now
 		return copyClaim(c), ledger.Retaken, nil
 	}
-	return copyClaim(c), ledger.Held, nil
+	return copyClaim(c), 0, nil
 }
 
-// Record implements ledger.Claims.
-func (l *Ledger) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
-	if err := validate.Record(p); err != nil {
-		return ledger.Claim{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Claim{}, err
-	}
+// RecordClaim implements ledger.Driver.
+func (l *driver) RecordClaim(_ context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[p.Key]
 	if !ok {
-		return ledger.Claim{}, ledger.ErrNonce
+		return ledger.Claim{}, false, ledger.ErrNotFound
 	}
-	if c.Recorded {
-		// ADR-0033: record_tracked keeps the first record.
-		return copyClaim(c), nil
-	}
-	if c.Nonce != p.Nonce {
-		return ledger.Claim{}, ledger.ErrNonce
+	if c.Recorded || c.Nonce != p.Nonce {
+		return copyClaim(c), false, nil
 	}
 	c.Recorded = true
 	c.Ref = p.Ref
 	c.RecordedAt = p.Now
-	c.Nonce = ledger.NewNonce()
-	return copyClaim(c), nil
+	c.Nonce = nonce
+	return copyClaim(c), true, nil
 }
 
-// Release implements ledger.Claims.
-func (l *Ledger) Release(ctx context.Context, k ledger.Key, nonce string) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// ReleaseClaim implements ledger.Driver.
+func (l *driver) ReleaseClaim(_ context.Context, k ledger.Key, nonce string) (ledger.Claim, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[k]
 	if !ok {
-		return ledger.ErrNonce
+		return ledger.Claim{}, false, ledger.ErrNotFound
 	}
-	if c.Recorded || c.Deleted {
-		return nil
-	}
-	if c.Nonce != nonce {
-		return ledger.ErrNonce
+	if c.Recorded || c.Deleted || c.Nonce != nonce {
+		return copyClaim(c), false, nil
 	}
 	delete(l.claims, k)
-	return nil
+	return ledger.Claim{}, true, nil
 }
 
-// MarkDeleted implements ledger.Claims.
-func (l *Ledger) MarkDeleted(ctx context.Context, k ledger.Key) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// MarkDeleted implements ledger.Driver.
+func (l *driver) MarkDeleted(_ context.Context, k ledger.Key, nonce string) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[k]
 	if !ok {
@@ -187,18 +165,13 @@ func (l *Ledger) MarkDeleted(ctx context.Context, k ledger.Key) error {
 		l.claims[k] = c
 	}
 	c.Deleted = true
-	c.Nonce = ledger.NewNonce()
+	c.Nonce = nonce
 	return nil
 }
 
-// Lookup implements ledger.Claims.
-func (l *Ledger) Lookup(ctx context.Context, k ledger.Key) (ledger.Claim, error) {
-	if err := ledger.CheckKey(k); err != nil {
-		return ledger.Claim{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Claim{}, err
-	}
+// LookupClaim implements ledger.Driver.
+func (l *driver) LookupClaim(_ context.Context, k ledger.Key) (ledger.Claim, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[k]
 	if !ok {
@@ -207,15 +180,10 @@ func (l *Ledger) Lookup(ctx context.Context, k ledger.Key) (ledger.Claim, error)
 	return copyClaim(c), nil
 }
 
-// LookupItem implements ledger.Claims. Of two keys recorded for one item,
+// LookupItem implements ledger.Driver. Of two keys recorded for one item,
 // the first in byte order answers.
-func (l *Ledger) LookupItem(ctx context.Context, tenant, workspace, itemID string) (ledger.Claim, error) {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return ledger.Claim{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Claim{}, err
-	}
+func (l *driver) LookupItem(_ context.Context, tenant, workspace, itemID string) (ledger.Claim, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	var found *ledger.Claim
 	for k, c := range l.claims {
@@ -232,38 +200,10 @@ func (l *Ledger) LookupItem(ctx context.Context, tenant, workspace, itemID strin
 	return copyClaim(found), nil
 }
 
-// SetValues implements ledger.Claims.
-func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]string) (map[string]string, error) {
-	var previous map[string]string
-	err := l.changeValues(ctx, k, values, func(vs map[string]string) { previous = ledger.SetPending(vs, values) })
-	if err != nil {
-		return nil, err
-	}
-	return previous, nil
-}
-
-// RestoreValues implements ledger.Claims.
-func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, refused map[string]string) error {
-	return l.changeValues(ctx, k, refused, func(vs map[string]string) { ledger.RestorePending(vs, refused) })
-}
-
-// ConsumeValues implements ledger.Claims.
-func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
-	return l.changeValues(ctx, k, values, func(vs map[string]string) { ledger.ConsumePending(vs, values) })
-}
-
-// changeValues applies change to the key's recorded values under the lock,
-// as the SQL stores do in one transaction.
-func (l *Ledger) changeValues(ctx context.Context, k ledger.Key, values map[string]string, change func(map[string]string)) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := validate.Values(values); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// ChangeValues implements ledger.Driver: change runs under the lock, as
+// the SQL drivers run it in one transaction.
+func (l *driver) ChangeValues(_ context.Context, k ledger.Key, change func(map[string]string)) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.claims[k]
 	if !ok {
@@ -276,14 +216,9 @@ func (l *Ledger) changeValues(ctx context.Context, k ledger.Key, values map[stri
 	return nil
 }
 
-// CountWrite implements ledger.Claims.
-func (l *Ledger) CountWrite(ctx context.Context, p ledger.WriteParams) (int, error) {
-	if err := validate.Write(p); err != nil {
-		return 0, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return 0, err
-	}
+// CountWrite implements ledger.Driver.
+func (l *driver) CountWrite(_ context.Context, p ledger.WriteParams) (int, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := itemKey{p.Tenant, p.Workspace, p.ItemID}
 	since := p.Now.Add(-p.Window)
@@ -297,21 +232,16 @@ func (l *Ledger) CountWrite(ctx context.Context, p ledger.WriteParams) (int, err
 	}
 	if len(kept) >= p.Limit {
 		l.writes[k] = kept
-		return len(kept), ledger.ErrLoop
+		return len(kept), false, nil
 	}
 	kept = append(kept, p.Now)
 	l.writes[k] = kept
-	return len(kept), nil
+	return len(kept), true, nil
 }
 
-// ForgetWrites implements ledger.Claims.
-func (l *Ledger) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// ForgetWrites implements ledger.Driver.
+func (l *driver) ForgetWrites(_ context.Context, tenant, workspace, itemID string) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.writes, itemKey{tenant, workspace, itemID})
 	return nil
@@ -322,14 +252,9 @@ func copySnapshot(r ledger.SnapshotRow) ledger.SnapshotRow {
 	return r
 }
 
-// Snapshot implements ledger.Snapshots.
-func (l *Ledger) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return ledger.SnapshotRow{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.SnapshotRow{}, err
-	}
+// Snapshot implements ledger.Driver.
+func (l *driver) Snapshot(_ context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.snapshots[workspaceKey{tenant, workspace}][itemID]
 	if !ok {
@@ -338,14 +263,9 @@ func (l *Ledger) Snapshot(ctx context.Context, tenant, workspace, itemID string)
 	return copySnapshot(r), nil
 }
 
-// SaveSnapshots implements ledger.Snapshots.
-func (l *Ledger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
-	if err := validate.Snapshots(rows); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// SaveSnapshots implements ledger.Driver.
+func (l *driver) SaveSnapshots(_ context.Context, rows []ledger.SnapshotRow) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rows {
 		w := workspaceKey{r.Tenant, r.Workspace}
@@ -357,102 +277,75 @@ func (l *Ledger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 	return nil
 }
 
-// DeleteSnapshot implements ledger.Snapshots.
-func (l *Ledger) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// DeleteSnapshot implements ledger.Driver.
+func (l *driver) DeleteSnapshot(_ context.Context, tenant, workspace, itemID string) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.snapshots[workspaceKey{tenant, workspace}], itemID)
 	return nil
 }
 
-// SnapshotIDs implements ledger.Snapshots. It calls fn without the lock
-// held, so fn may call the ledger.
-func (l *Ledger) SnapshotIDs(ctx context.Context, tenant, workspace string, fn func(itemID string) bool) error {
-	if err := validate.Workspace(tenant, workspace); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
-	ids := slices.Sorted(maps.Keys(l.snapshots[workspaceKey{tenant, workspace}]))
-	l.mu.Unlock()
-	for _, id := range ids {
-		if !fn(id) {
-			return nil
+// SnapshotIDs implements ledger.Driver.
+func (l *driver) SnapshotIDs(_ context.Context, tenant, workspace, after string, limit int) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []string
+	for id := range l.snapshots[workspaceKey{tenant, workspace}] {
+		if id > after {
+			ids = append(ids, id)
 		}
 	}
-	return nil
+	slices.Sort(ids)
+	if len(ids) > limit {
+		ids = ids[:limit]
+	}
+	return ids, nil
 }
 
-// TakeLease implements ledger.Followers.
-func (l *Ledger) TakeLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if err := validate.Lease(p); err != nil {
-		return ledger.Lease{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Lease{}, err
-	}
+// TakeLease implements ledger.Driver (ADR-0015: a lease is taken when
+// nobody holds it or it lapsed).
+func (l *driver) TakeLease(_ context.Context, p ledger.LeaseParams, nonce string) (bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	row := l.followers[p.Follower]
 	if row == nil {
 		row = &followerRow{}
 		l.followers[p.Follower] = row
 	}
-	// ADR-0015: a lease is taken when nobody holds it or it lapsed.
 	if row.holder != "" && p.Now.Before(row.expires) {
-		return ledger.Lease{}, ledger.ErrLeaseHeld
+		return false, nil
 	}
-	row.holder, row.nonce, row.expires = p.Holder, ledger.NewNonce(), p.Now.Add(p.TTL)
-	return ledger.Lease{Follower: p.Follower, Holder: row.holder, Nonce: row.nonce, Expires: row.expires}, nil
+	row.holder, row.nonce, row.expires = p.Holder, nonce, p.Now.Add(p.TTL)
+	return true, nil
 }
 
-// RenewLease implements ledger.Followers.
-func (l *Ledger) RenewLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if err := validate.Lease(p); err != nil {
-		return ledger.Lease{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Lease{}, err
-	}
+// RenewLease implements ledger.Driver.
+func (l *driver) RenewLease(_ context.Context, p ledger.LeaseParams, nonce string) (string, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	row := l.followers[p.Follower]
-	if row == nil || row.holder == "" || p.Nonce == "" || row.nonce != p.Nonce {
-		return ledger.Lease{}, ledger.ErrNonce
+	if row == nil || row.holder == "" || row.nonce != p.Nonce {
+		return "", false, nil
 	}
-	row.nonce, row.expires = ledger.NewNonce(), p.Now.Add(p.TTL)
-	return ledger.Lease{Follower: p.Follower, Holder: row.holder, Nonce: row.nonce, Expires: row.expires}, nil
+	row.nonce, row.expires = nonce, p.Now.Add(p.TTL)
+	return row.holder, true, nil
 }
 
-// ReleaseLease implements ledger.Followers.
-func (l *Ledger) ReleaseLease(ctx context.Context, f ledger.Follower, nonce string) error {
-	if err := validate.Nonce(f, nonce); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// ReleaseLease implements ledger.Driver.
+func (l *driver) ReleaseLease(_ context.Context, f ledger.Follower, nonce string) (bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	row := l.followers[f]
-	if row == nil || row.holder == "" || nonce == "" || row.nonce != nonce {
-		return ledger.ErrNonce
+	if row == nil || row.holder == "" || row.nonce != nonce {
+		return false, nil
 	}
 	row.holder, row.nonce, row.expires = "", "", time.Time{}
-	return nil
+	return true, nil
 }
 
-// Lease implements ledger.Followers.
-func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return ledger.Lease{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Lease{}, err
-	}
+// Lease implements ledger.Driver.
+func (l *driver) Lease(_ context.Context, f ledger.Follower) (ledger.Lease, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := ledger.Lease{Follower: f}
 	if row := l.followers[f]; row != nil {
@@ -461,14 +354,9 @@ func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, er
 	return out, nil
 }
 
-// Cursor implements ledger.Followers.
-func (l *Ledger) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return ledger.Cursor{}, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.Cursor{}, err
-	}
+// Cursor implements ledger.Driver.
+func (l *driver) Cursor(_ context.Context, f ledger.Follower) (ledger.Cursor, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	if row := l.followers[f]; row != nil {
 		return row.cursor, nil
@@ -476,32 +364,22 @@ func (l *Ledger) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, 
 	return ledger.Cursor{}, nil
 }
 
-// SaveCursor implements ledger.Followers.
-func (l *Ledger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cursor) error {
-	if err := validate.Cursor(f, c); err != nil {
-		return err
-	}
-	if err := l.begin(ctx); err != nil {
-		return err
-	}
+// ChangeCursor implements ledger.Driver.
+func (l *driver) ChangeCursor(_ context.Context, f ledger.Follower, change func(ledger.Cursor) ledger.Cursor) error {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	row := l.followers[f]
 	if row == nil {
 		row = &followerRow{}
 		l.followers[f] = row
 	}
-	row.cursor = ledger.Forward(row.cursor, c)
+	row.cursor = change(row.cursor)
 	return nil
 }
 
-// DeadLetter implements ledger.Followers.
-func (l *Ledger) DeadLetter(ctx context.Context, d ledger.DeadLetter) (bool, error) {
-	if err := validate.DeadLetter(d); err != nil {
-		return false, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return false, err
-	}
+// DeadLetter implements ledger.Driver.
+func (l *driver) DeadLetter(_ context.Context, d ledger.DeadLetter) (bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	dl := l.dead[d.Follower]
 	if dl == nil {
@@ -518,14 +396,9 @@ func (l *Ledger) DeadLetter(ctx context.Context, d ledger.DeadLetter) (bool, err
 	return true, nil
 }
 
-// DeadLetters implements ledger.Followers.
-func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return nil, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+// DeadLetters implements ledger.Driver.
+func (l *driver) DeadLetters(_ context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	dl := l.dead[f]
 	if dl == nil {
@@ -540,11 +413,9 @@ func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.D
 	return out, nil
 }
 
-// Followed implements ledger.Followers.
-func (l *Ledger) Followed(ctx context.Context) ([]ledger.Follower, error) {
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+// Followed implements ledger.Driver.
+func (l *driver) Followed(_ context.Context) ([]ledger.Follower, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []ledger.Follower
 	for f := range l.followers {
@@ -574,22 +445,12 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// Ping implements ledger.Ledger: memory always answers.
-func (l *Ledger) Ping(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memledger: %w", err)
-	}
-	return nil
-}
+// Ping implements ledger.Driver: memory always answers.
+func (l *driver) Ping(context.Context) error { return nil }
 
-// Append implements eventlog.Log.
-func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
-	if err := eventlog.CheckAppend(p); err != nil {
-		return 0, false, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return 0, false, err
-	}
+// Append implements ledger.Driver.
+func (l *driver) Append(_ context.Context, p eventlog.AppendParams) (int64, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	w := workspaceKey{p.Event.Tenant, p.Event.Workspace}
 	wl := l.logs[w]
@@ -608,14 +469,9 @@ func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bo
 	return e.Seq, true, nil
 }
 
-// Head implements eventlog.Log.
-func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, error) {
-	if validate.Workspace(tenant, workspace) != nil {
-		return 0, eventlog.ErrInvalid
-	}
-	if err := l.begin(ctx); err != nil {
-		return 0, err
-	}
+// Head implements ledger.Driver.
+func (l *driver) Head(_ context.Context, tenant, workspace string) (int64, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	if wl := l.logs[workspaceKey{tenant, workspace}]; wl != nil {
 		return int64(len(wl.events)), nil
@@ -623,17 +479,12 @@ func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, err
 	return 0, nil
 }
 
-// Read implements eventlog.Log.
-func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
-	if validate.Workspace(tenant, workspace) != nil {
-		return nil, eventlog.ErrInvalid
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+// Read implements ledger.Driver.
+func (l *driver) Read(_ context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	wl := l.logs[workspaceKey{tenant, workspace}]
-	if wl == nil || limit < 1 || afterSeq >= int64(len(wl.events)) {
+	if wl == nil || afterSeq >= int64(len(wl.events)) {
 		return nil, nil
 	}
 	if afterSeq < 0 {
@@ -648,16 +499,9 @@ func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq in
 	return out, nil
 }
 
-var _ ledger.Operator = (*Ledger)(nil)
-
-// LatestEvents implements ledger.Operator.
-func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
-	if err := ledger.CheckEventQuery(q); err != nil {
-		return nil, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+// LatestEvents implements ledger.Driver.
+func (l *driver) LatestEvents(_ context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	wl := l.logs[workspaceKey{q.Tenant, q.Workspace}]
 	if wl == nil {
@@ -677,16 +521,8 @@ func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 
 // claimsWhere answers the tenant's claims keep keeps, ordered by cmp, at
 // most rows.
-func (l *Ledger) claimsWhere(ctx context.Context, tenant string, rows int, keep func(*ledger.Claim) bool, cmp func(a, b ledger.Claim) int) ([]ledger.Claim, error) {
-	if err := ledger.CheckTenant(tenant); err != nil {
-		return nil, err
-	}
-	if err := ledger.CheckRows(rows); err != nil {
-		return nil, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+func (l *driver) claimsWhere(tenant string, rows int, keep func(*ledger.Claim) bool, cmp func(a, b ledger.Claim) int) ([]ledger.Claim, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []ledger.Claim
 	for k, c := range l.claims {
@@ -711,9 +547,9 @@ func byKey(a, b ledger.Claim) int {
 	return cmpString(a.Key.Key, b.Key.Key)
 }
 
-// Unrecorded implements ledger.Operator.
-func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claimsWhere(ctx, tenant, rows, func(c *ledger.Claim) bool { return !c.Recorded && !c.Deleted },
+// Unrecorded implements ledger.Driver.
+func (l *driver) Unrecorded(_ context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claimsWhere(tenant, rows, func(c *ledger.Claim) bool { return !c.Recorded && !c.Deleted },
 		func(a, b ledger.Claim) int {
 			if c := a.ClaimedAt.Compare(b.ClaimedAt); c != 0 {
 				return c
@@ -722,19 +558,14 @@ func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]led
 		})
 }
 
-// DeletedKeys implements ledger.Operator.
-func (l *Ledger) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claimsWhere(ctx, tenant, rows, func(c *ledger.Claim) bool { return c.Deleted }, byKey)
+// DeletedKeys implements ledger.Driver.
+func (l *driver) DeletedKeys(_ context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return l.claimsWhere(tenant, rows, func(c *ledger.Claim) bool { return c.Deleted }, byKey)
 }
 
-// AtCap implements ledger.Operator.
-func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
-	if err := ledger.CheckCapQuery(q); err != nil {
-		return nil, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return nil, err
-	}
+// AtCap implements ledger.Driver.
+func (l *driver) AtCap(_ context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	since := q.Now.Add(-q.Window)
 	var out []ledger.CapItem
@@ -767,14 +598,9 @@ func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem
 	return out, nil
 }
 
-// ResolveDeadLetter implements ledger.Operator.
-func (l *Ledger) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
-	if err := ledger.CheckResolution(f, id, r, now); err != nil {
-		return ledger.DeadLetter{}, false, err
-	}
-	if err := l.begin(ctx); err != nil {
-		return ledger.DeadLetter{}, false, err
-	}
+// ResolveDeadLetter implements ledger.Driver.
+func (l *driver) ResolveDeadLetter(_ context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	dl := l.dead[f]
 	if dl == nil {
