@@ -30,14 +30,14 @@ func BenchmarkFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.w.ExecContext(b.Context(), `CREATE TABLE floor (n INTEGER PRIMARY KEY, k TEXT NOT NULL)`); err != nil {
+	if _, err := l.d.w.ExecContext(b.Context(), `CREATE TABLE floor (n INTEGER PRIMARY KEY, k TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
 	for _, p := range []int{1, 8} {
 		b.Run(fmt.Sprintf("SQLite/p%d", p), func(b *testing.B) {
 			ledgertest.Parallel(b, p, func(i int64) error {
 				for range 2 {
-					if _, err := l.w.ExecContext(b.Context(), `INSERT INTO floor (k) VALUES (?)`, fmt.Sprint(i)); err != nil {
+					if _, err := l.d.w.ExecContext(b.Context(), `INSERT INTO floor (k) VALUES (?)`, fmt.Sprint(i)); err != nil {
 						return err
 					}
 				}

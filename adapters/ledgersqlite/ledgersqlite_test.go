@@ -2,9 +2,11 @@ package ledgersqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,34 +192,31 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	open(t, path).Close()
 	l := open(t, path)
 	var n int
-	must(t, l.r.QueryRowContext(t.Context(), `SELECT count(*) FROM relayr_migrations`).Scan(&n))
+	must(t, l.d.r.QueryRowContext(t.Context(), `SELECT count(*) FROM relayr_migrations`).Scan(&n))
 	ms, err := loadMigrations(migrationFS, "migration")
 	must(t, err)
 	if n != len(ms) {
 		t.Fatalf("%d migration rows after opening twice, want %d", n, len(ms))
 	}
 	// The statements themselves are safe to run again.
-	_, err = l.w.ExecContext(t.Context(), ms[0].SQL)
+	_, err = l.d.w.ExecContext(t.Context(), ms[0].SQL)
 	must(t, err)
 	must(t, l.Ping(t.Context()))
 }
 
 func TestMapError(t *testing.T) {
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
+	d := &driver{}
 	cases := []struct {
 		name string
-		ctx  context.Context
 		err  error
 		want error
 	}{
-		{"cancelled", cancelled, errors.New("interrupted"), context.Canceled},
-		{"deadline", context.Background(), context.DeadlineExceeded, context.DeadlineExceeded},
-		{"closed", context.Background(), errors.New("sql: database is closed"), ledger.ErrClosed},
-		{"plain", context.Background(), errors.New("boom"), nil},
+		{"closed", errors.New("sql: database is closed"), ledger.ErrClosed},
+		{"conn done", sql.ErrConnDone, ledger.ErrClosed},
+		{"plain", errors.New("boom"), nil},
 	}
 	for _, c := range cases {
-		got := mapError(c.ctx, c.err)
+		got := d.MapError(c.err)
 		if c.want == nil {
 			if !errors.Is(got, c.err) || got.Error() != c.err.Error() {
 				t.Errorf("%s: %v mapped to %v", c.name, c.err, got)
@@ -228,8 +227,17 @@ func TestMapError(t *testing.T) {
 			t.Errorf("%s: %v mapped to %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
-	if mapError(context.Background(), nil) != nil {
-		t.Error("nil mapped to an error")
+}
+
+// A done context is the Store's to answer: the call fails with the
+// context's error, prefixed with the driver's name.
+func TestDoneContextAnswersItsError(t *testing.T) {
+	l := newLedger(t)
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _, err := l.Claim(cancelled, ledger.ClaimParams{Key: key("k"), Now: t0, RetakeAfter: time.Second})
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "ledgersqlite: ") {
+		t.Fatalf("a claim on a cancelled context: %v", err)
 	}
 }
 
@@ -240,7 +248,7 @@ func TestBusyFileIsUnavailable(t *testing.T) {
 	other, err := openLedger(t.Context(), path, 0)
 	must(t, err)
 	t.Cleanup(func() { other.Close() })
-	tx, err := l.w.BeginTx(t.Context(), nil)
+	tx, err := l.d.w.BeginTx(t.Context(), nil)
 	must(t, err)
 	defer func() { _ = tx.Rollback() }()
 	_, _, err = other.Claim(t.Context(), ledger.ClaimParams{Key: key("k"), Now: t0, RetakeAfter: time.Second})
