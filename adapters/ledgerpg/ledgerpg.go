@@ -2,6 +2,12 @@
 // on PostgreSQL (github.com/jackc/pgx/v5, pgxpool), which is how several
 // replicas share one ledger.
 //
+// Ledger is the portable ledger.Store over this package's driver: Store
+// owns the ports' rules (the checks, the closed store and the done context,
+// the sentinel errors, the claim's outcomes, the pending values, the
+// cursor's order), and each driver method is a query, or one transaction,
+// and the scan of its rows.
+//
 // Every table carries the tenant and has a row-level security policy keyed
 // by the setting relayr.tenant. With Options.RLS the ledger connects as a
 // role the policies bind (not the tables' owner, not a superuser, no
@@ -29,7 +35,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,12 +45,13 @@ import (
 
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
-	"github.com/relayr-go/relayr/core/ledger/validate"
 )
 
 var (
-	_ ledger.Ledger = (*Ledger)(nil)
-	_ eventlog.Log  = (*Ledger)(nil)
+	_ ledger.Ledger   = (*Ledger)(nil)
+	_ ledger.Operator = (*Ledger)(nil)
+	_ eventlog.Log    = (*Ledger)(nil)
+	_ ledger.Driver   = (*driver)(nil)
 )
 
 // DefaultSchema is the schema the ledger's tables live in unless Options
@@ -65,15 +71,12 @@ type Options struct {
 	Migrate bool
 }
 
-// Ledger is a ledger.Ledger and eventlog.Log on PostgreSQL, safe for
+// Ledger is a ledger.Ledger, ledger.Operator and eventlog.Log on
+// PostgreSQL: the portable ledger.Store over the PostgreSQL driver, safe for
 // concurrent use.
 type Ledger struct {
-	pool   *pgxpool.Pool
-	owned  bool
-	rls    bool
-	schema string
-	q      queries
-	closed atomic.Bool
+	*ledger.Store
+	d *driver
 }
 
 // Open connects to the database at url and answers a ledger on it; Close
@@ -90,7 +93,7 @@ func Open(ctx context.Context, url string, o Options) (*Ledger, error) {
 		}
 	}
 	l := New(pool, o)
-	l.owned = true
+	l.d.owned = true
 	if err := l.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -104,25 +107,43 @@ func New(pool *pgxpool.Pool, o Options) *Ledger {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	return &Ledger{pool: pool, rls: o.RLS, schema: schema, q: newQueries(pgx.Identifier{schema}.Sanitize())}
+	d := &driver{pool: pool, rls: o.RLS, schema: schema, q: newQueries(pgx.Identifier{schema}.Sanitize())}
+	return &Ledger{Store: ledger.NewStore(d), d: d}
 }
 
 // Close closes the ledger, and its pool if Open made it; every later call
 // fails with ledger.ErrClosed.
-func (l *Ledger) Close() {
-	if l.closed.Swap(true) {
-		return
-	}
-	if l.owned {
-		l.pool.Close()
-	}
+func (l *Ledger) Close() { _ = l.Store.Close() }
+
+// driver is the PostgreSQL ledger.Driver: each method sends its statement
+// (after set_config under RLS) and scans the rows.
+type driver struct {
+	pool   *pgxpool.Pool
+	owned  bool
+	rls    bool
+	schema string
+	q      queries
 }
 
-// mapError maps a failure onto the ledger's sentinels (river's
-// interpretError): a done context stays itself; a closed pool is ErrClosed;
-// a lost connection, a server shutting down, a serialization failure or a
-// deadlock is ErrUnavailable, which the caller may retry; text the server
-// can't keep is ErrInvalid.
+// Name implements ledger.Driver.
+func (d *driver) Name() string { return "ledgerpg" }
+
+// Close implements ledger.Driver: the pool is closed if Open made it.
+func (d *driver) Close() error {
+	if d.owned {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// MapError implements ledger.Driver (river's interpretError): a closed pool
+// is ErrClosed; a lost connection, a server shutting down, a serialization
+// failure or a deadlock is ErrUnavailable, which the caller may retry; text
+// the server can't keep is ErrInvalid.
+func (d *driver) MapError(err error) error { return mapPgError(err) }
+
+// mapError maps a failure outside Store's calls (a migration) as MapError
+// does, and keeps a done context itself, as Store does.
 func mapError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -132,6 +153,13 @@ func mapError(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return mapPgError(err)
+}
+
+func mapPgError(err error) error {
+	if err == nil {
+		return nil
 	}
 	if errors.Is(err, puddle.ErrClosedPool) || strings.Contains(err.Error(), "closed pool") {
 		return fmt.Errorf("%w: %w", ledger.ErrClosed, err)
@@ -159,64 +187,45 @@ func mapError(ctx context.Context, err error) error {
 	return err
 }
 
-var sentinels = []error{ledger.ErrNonce, ledger.ErrLeaseHeld, ledger.ErrNotFound, ledger.ErrLoop, ledger.ErrInvalid, ledger.ErrClosed}
-
-func (l *Ledger) fail(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return err
-		}
-	}
-	return fmt.Errorf("ledgerpg: %w", mapError(ctx, err))
-}
-
-func (l *Ledger) ready(ctx context.Context) error {
-	if l.closed.Load() {
-		return ledger.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("ledgerpg: %w", err)
-	}
-	return nil
-}
-
 const setTenant = `SELECT set_config('relayr.tenant', $1, true)`
+
+// db is what a statement runs on: the pool, or a transaction of it.
+type db interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
 
 // query runs one statement for tenant in one round trip: under RLS it is
 // sent in one batch after set_config, and the batch is one implicit
-// transaction, so the setting holds for the statement and ends with it.
-// scan reads the statement's rows; it sees pgx.ErrNoRows as a QueryRow would.
-func (l *Ledger) query(ctx context.Context, tenant, sql string, args []any, scan func(pgx.Rows) error) error {
-	if err := l.ready(ctx); err != nil {
-		return err
-	}
-	if !l.rls {
-		rows, err := l.pool.Query(ctx, sql, args...)
+// transaction (or part of the explicit one on q), so the setting holds for
+// the statement and ends with its transaction. scan reads the statement's
+// rows; it sees pgx.ErrNoRows as a QueryRow would.
+func (d *driver) query(ctx context.Context, q db, tenant, sql string, args []any, scan func(pgx.Rows) error) error {
+	if !d.rls {
+		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
-			return l.fail(ctx, err)
+			return err
 		}
 		err = scan(rows)
 		rows.Close()
 		if err == nil {
 			err = rows.Err()
 		}
-		return l.fail(ctx, err)
+		return err
 	}
 	b := &pgx.Batch{}
 	b.Queue(setTenant, tenant)
 	b.Queue(sql, args...)
-	br := l.pool.SendBatch(ctx, b)
+	br := q.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return l.fail(ctx, err)
+		_ = br.Close()
+		return err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		br.Close()
-		return l.fail(ctx, err)
+		_ = br.Close()
+		return err
 	}
 	err = scan(rows)
 	rows.Close()
@@ -226,12 +235,12 @@ func (l *Ledger) query(ctx context.Context, tenant, sql string, args []any, scan
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return l.fail(ctx, err)
+	return err
 }
 
 // row runs a one-row statement; no row is pgx.ErrNoRows.
-func (l *Ledger) row(ctx context.Context, tenant, sql string, args []any, dest ...any) error {
-	return l.query(ctx, tenant, sql, args, func(rows pgx.Rows) error {
+func (d *driver) row(ctx context.Context, q db, tenant, sql string, args []any, dest ...any) error {
+	return d.query(ctx, q, tenant, sql, args, func(rows pgx.Rows) error {
 		if !rows.Next() {
 			if err := rows.Err(); err != nil {
 				return err
@@ -243,18 +252,15 @@ func (l *Ledger) row(ctx context.Context, tenant, sql string, args []any, dest .
 }
 
 // exec runs a statement and answers how many rows it touched.
-func (l *Ledger) exec(ctx context.Context, tenant, sql string, args ...any) (int64, error) {
-	if err := l.ready(ctx); err != nil {
-		return 0, err
-	}
-	if !l.rls {
-		tag, err := l.pool.Exec(ctx, sql, args...)
-		return tag.RowsAffected(), l.fail(ctx, err)
+func (d *driver) exec(ctx context.Context, tenant, sql string, args ...any) (int64, error) {
+	if !d.rls {
+		tag, err := d.pool.Exec(ctx, sql, args...)
+		return tag.RowsAffected(), err
 	}
 	b := &pgx.Batch{}
 	b.Queue(setTenant, tenant)
 	b.Queue(sql, args...)
-	br := l.pool.SendBatch(ctx, b)
+	br := d.pool.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var tag pgconn.CommandTag
 	if err == nil {
@@ -263,28 +269,21 @@ func (l *Ledger) exec(ctx context.Context, tenant, sql string, args ...any) (int
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return tag.RowsAffected(), l.fail(ctx, err)
+	return tag.RowsAffected(), err
 }
 
-// tx runs fn in a transaction naming tenant ("" names none: fn sets it).
-func (l *Ledger) tx(ctx context.Context, tenant string, fn func(tx pgx.Tx) error) error {
-	if err := l.ready(ctx); err != nil {
+// tx runs fn in a transaction; fn names the tenant with its first
+// statement (query and row do).
+func (d *driver) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
 		return err
 	}
-	tx, err := l.pool.Begin(ctx)
-	if err != nil {
-		return l.fail(ctx, err)
-	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if l.rls && tenant != "" {
-		if _, err := tx.Exec(ctx, setTenant, tenant); err != nil {
-			return l.fail(ctx, err)
-		}
-	}
 	if err := fn(tx); err != nil {
-		return l.fail(ctx, err)
+		return err
 	}
-	return l.fail(ctx, tx.Commit(ctx))
+	return tx.Commit(ctx)
 }
 
 // Times: NULL is the zero time.
@@ -326,7 +325,7 @@ func (s *claimScan) claim() (ledger.Claim, error) {
 	c.Values = nil
 	if len(s.values) > 0 && string(s.values) != "{}" {
 		if err := json.Unmarshal(s.values, &c.Values); err != nil {
-			return ledger.Claim{}, fmt.Errorf("ledgerpg: recorded values: %w", err)
+			return ledger.Claim{}, fmt.Errorf("recorded values: %w", err)
 		}
 	}
 	return c, nil
@@ -334,9 +333,11 @@ func (s *claimScan) claim() (ledger.Claim, error) {
 
 func keyArgs(k ledger.Key) []any { return []any{k.Tenant, k.Workspace, string(k.Kind), k.Key} }
 
-func (l *Ledger) lookup(ctx context.Context, k ledger.Key) (ledger.Claim, error) {
+// claimRow runs a statement answering one claim row; no row is
+// ledger.ErrNotFound.
+func (d *driver) claimRow(ctx context.Context, tenant, sql string, args []any, extra ...any) (ledger.Claim, error) {
 	var s claimScan
-	err := l.row(ctx, k.Tenant, l.q.lookup, keyArgs(k), s.dest()...)
+	err := d.row(ctx, d.pool, tenant, sql, args, append(s.dest(), extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Claim{}, ledger.ErrNotFound
 	}
@@ -346,144 +347,74 @@ func (l *Ledger) lookup(ctx context.Context, k ledger.Key) (ledger.Claim, error)
 	return s.claim()
 }
 
-// Claim implements ledger.Claims: one upsert takes a new key or retakes a
-// lapsed one; only when it takes nothing is the row read as it stands.
-func (l *Ledger) Claim(ctx context.Context, p ledger.ClaimParams) (ledger.Claim, ledger.Outcome, error) {
-	if err := validate.Claim(p); err != nil {
+// TakeClaim implements ledger.Driver: one upsert takes a new key or retakes
+// a lapsed one (ADR-0033); only when it takes nothing is the row read as
+// it stands.
+func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
+	var inserted bool
+	c, err := d.claimRow(ctx, p.Tenant, d.q.claim,
+		[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, nonce, ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
+		&inserted)
+	switch {
+	case err == nil && inserted:
+		return c, ledger.Fresh, nil
+	case err == nil:
+		return c, ledger.Retaken, nil
+	case !errors.Is(err, ledger.ErrNotFound):
 		return ledger.Claim{}, 0, err
 	}
-	for range 3 {
-		var (
-			s        claimScan
-			inserted bool
-		)
-		err := l.row(ctx, p.Tenant, l.q.claim,
-			[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, ledger.NewNonce(), ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
-			append(s.dest(), &inserted)...)
-		if err == nil {
-			c, err := s.claim()
-			if inserted {
-				return c, ledger.Fresh, err
-			}
-			// ADR-0033: an unrecorded claim older than 30 s was taken again;
-			// the first claimer's correlation stays.
-			return c, ledger.Retaken, err
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return ledger.Claim{}, 0, err
-		}
-		c, err := l.lookup(ctx, p.Key)
-		switch {
-		case errors.Is(err, ledger.ErrNotFound):
-			continue // released between the two statements: claim again
-		case err != nil:
-			return ledger.Claim{}, 0, err
-		case c.Deleted:
-			return c, ledger.Deleted, nil
-		case c.Recorded:
-			return c, ledger.Recorded, nil
-		}
-		return c, ledger.Held, nil
-	}
-	return ledger.Claim{}, 0, fmt.Errorf("%w: the key's row kept changing", ledger.ErrUnavailable)
+	c, err = d.LookupClaim(ctx, p.Key)
+	return c, 0, err
 }
 
-// Record implements ledger.Claims: one update records, conditioned on the
-// nonce; only when it records nothing is the row read to tell a first
-// record (kept) from a nonce no longer held.
-func (l *Ledger) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
-	if err := validate.Record(p); err != nil {
-		return ledger.Claim{}, err
+// RecordClaim implements ledger.Driver: one update records, conditioned on
+// the nonce; only when it records nothing is the row read.
+func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
+	c, err := d.claimRow(ctx, p.Tenant, d.q.record,
+		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key))
+	if !errors.Is(err, ledger.ErrNotFound) {
+		return c, err == nil, err
 	}
-	var s claimScan
-	err := l.row(ctx, p.Tenant, l.q.record,
-		append(keyArgs(p.Key), p.Nonce, ledger.NewNonce(), ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key),
-		s.dest()...)
-	if err == nil {
-		return s.claim()
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Claim{}, err
-	}
-	c, err := l.lookup(ctx, p.Key)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return ledger.Claim{}, ledger.ErrNonce
-	case err != nil:
-		return ledger.Claim{}, err
-	case c.Recorded:
-		return c, nil // ADR-0033: the first record is kept.
-	}
-	return ledger.Claim{}, ledger.ErrNonce
+	c, err = d.LookupClaim(ctx, p.Key)
+	return c, false, err
 }
 
-// Release implements ledger.Claims.
-func (l *Ledger) Release(ctx context.Context, k ledger.Key, nonce string) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := ledger.CheckText(nonce); err != nil {
-		return err
-	}
+// ReleaseClaim implements ledger.Driver.
+func (d *driver) ReleaseClaim(ctx context.Context, k ledger.Key, nonce string) (ledger.Claim, bool, error) {
 	var released bool
-	err := l.row(ctx, k.Tenant, l.q.release, append(keyArgs(k), nonce), &released)
+	err := d.row(ctx, d.pool, k.Tenant, d.q.release, append(keyArgs(k), nonce), &released)
 	if err == nil {
-		return nil
+		return ledger.Claim{}, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return err
+		return ledger.Claim{}, false, err
 	}
-	c, err := l.lookup(ctx, k)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return ledger.ErrNonce
-	case err != nil:
-		return err
-	case c.Recorded || c.Deleted:
-		return nil // a recorded or deleted row stays
-	}
-	return ledger.ErrNonce
+	c, err := d.LookupClaim(ctx, k)
+	return c, false, err
 }
 
-// MarkDeleted implements ledger.Claims.
-func (l *Ledger) MarkDeleted(ctx context.Context, k ledger.Key) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	_, err := l.exec(ctx, k.Tenant, l.q.markDeleted, append(keyArgs(k), ledger.NewNonce())...)
+// MarkDeleted implements ledger.Driver.
+func (d *driver) MarkDeleted(ctx context.Context, k ledger.Key, nonce string) error {
+	_, err := d.exec(ctx, k.Tenant, d.q.markDeleted, append(keyArgs(k), nonce)...)
 	return err
 }
 
-// Lookup implements ledger.Claims.
-func (l *Ledger) Lookup(ctx context.Context, k ledger.Key) (ledger.Claim, error) {
-	if err := ledger.CheckKey(k); err != nil {
-		return ledger.Claim{}, err
-	}
-	return l.lookup(ctx, k)
+// LookupClaim implements ledger.Driver.
+func (d *driver) LookupClaim(ctx context.Context, k ledger.Key) (ledger.Claim, error) {
+	return d.claimRow(ctx, k.Tenant, d.q.lookup, keyArgs(k))
 }
 
-// LookupItem implements ledger.Claims.
-func (l *Ledger) LookupItem(ctx context.Context, tenant, workspace, itemID string) (ledger.Claim, error) {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return ledger.Claim{}, err
-	}
-	var s claimScan
-	err := l.row(ctx, tenant, l.q.lookupItem, []any{tenant, workspace, itemID}, s.dest()...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Claim{}, ledger.ErrNotFound
-	}
-	if err != nil {
-		return ledger.Claim{}, err
-	}
-	return s.claim()
+// LookupItem implements ledger.Driver.
+func (d *driver) LookupItem(ctx context.Context, tenant, workspace, itemID string) (ledger.Claim, error) {
+	return d.claimRow(ctx, tenant, d.q.lookupItem, []any{tenant, workspace, itemID})
 }
 
-// changeValues reads a key's values under a row lock, lets change edit
-// them, and writes them back.
-func (l *Ledger) changeValues(ctx context.Context, k ledger.Key, change func(values map[string]string)) error {
-	return l.tx(ctx, k.Tenant, func(tx pgx.Tx) error {
+// ChangeValues implements ledger.Driver: the key's values are read with
+// its row locked, changed, and written back in one transaction.
+func (d *driver) ChangeValues(ctx context.Context, k ledger.Key, change func(values map[string]string)) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
 		var raw []byte
-		err := tx.QueryRow(ctx, l.q.valuesForUpdate, keyArgs(k)...).Scan(&raw)
+		err := d.row(ctx, tx, k.Tenant, d.q.valuesForUpdate, keyArgs(k), &raw)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ledger.ErrNotFound
 		}
@@ -499,90 +430,35 @@ func (l *Ledger) changeValues(ctx context.Context, k ledger.Key, change func(val
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, l.q.setValues, append(keyArgs(k), string(b))...)
+		_, err = tx.Exec(ctx, d.q.setValues, append(keyArgs(k), string(b))...)
 		return err
 	})
 }
 
-// SetValues implements ledger.Claims.
-func (l *Ledger) SetValues(ctx context.Context, k ledger.Key, values map[string]string) (map[string]string, error) {
-	if err := ledger.CheckKey(k); err != nil {
-		return nil, err
-	}
-	if err := validate.Values(values); err != nil {
-		return nil, err
-	}
-	var previous map[string]string
-	err := l.changeValues(ctx, k, func(vs map[string]string) {
-		previous = ledger.SetPending(vs, values) // a retried transaction starts again
-	})
-	if err != nil {
-		return nil, err
-	}
-	return previous, nil
-}
-
-// RestoreValues implements ledger.Claims.
-func (l *Ledger) RestoreValues(ctx context.Context, k ledger.Key, refused map[string]string) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := validate.Values(refused); err != nil {
-		return err
-	}
-	return l.changeValues(ctx, k, func(vs map[string]string) { ledger.RestorePending(vs, refused) })
-}
-
-// ConsumeValues implements ledger.Claims.
-func (l *Ledger) ConsumeValues(ctx context.Context, k ledger.Key, values map[string]string) error {
-	if err := ledger.CheckKey(k); err != nil {
-		return err
-	}
-	if err := validate.Values(values); err != nil {
-		return err
-	}
-	return l.changeValues(ctx, k, func(vs map[string]string) { ledger.ConsumePending(vs, values) })
-}
-
-// CountWrite implements ledger.Claims: one upsert on the item's counter row,
-// which it locks, drops the writes that left the window and counts this one
-// if the cap allows (ADR-0036: 20 an hour, across replicas).
-func (l *Ledger) CountWrite(ctx context.Context, p ledger.WriteParams) (int, error) {
-	if err := validate.Write(p); err != nil {
-		return 0, err
-	}
+// CountWrite implements ledger.Driver: one upsert on the item's counter
+// row, which it locks, drops the writes that left the window and counts
+// this one if the cap allows (ADR-0036: 20 an hour, across replicas).
+func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (int, bool, error) {
 	var (
 		n       int
 		counted bool
 	)
-	err := l.row(ctx, p.Tenant, l.q.countWrite,
+	err := d.row(ctx, d.pool, p.Tenant, d.q.countWrite,
 		[]any{p.Tenant, p.Workspace, p.ItemID, p.Now, p.Limit, p.Now.Add(-p.Window)}, &n, &counted)
-	if err != nil {
-		return 0, err
-	}
-	if !counted {
-		return n, ledger.ErrLoop
-	}
-	return n, nil
+	return n, counted, err
 }
 
-// ForgetWrites implements ledger.Claims.
-func (l *Ledger) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return err
-	}
-	_, err := l.exec(ctx, tenant, l.q.forgetWrites, tenant, workspace, itemID)
+// ForgetWrites implements ledger.Driver.
+func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
+	_, err := d.exec(ctx, tenant, d.q.forgetWrites, tenant, workspace, itemID)
 	return err
 }
 
-// Snapshot implements ledger.Snapshots.
-func (l *Ledger) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return ledger.SnapshotRow{}, err
-	}
+// Snapshot implements ledger.Driver.
+func (d *driver) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
 	r := ledger.SnapshotRow{Tenant: tenant, Workspace: workspace, ItemID: itemID}
 	var updatedAt, commentsUntil pgtype.Timestamptz
-	err := l.row(ctx, tenant, l.q.snapshot, []any{tenant, workspace, itemID}, &r.Item, &updatedAt, &commentsUntil)
+	err := d.row(ctx, d.pool, tenant, d.q.snapshot, []any{tenant, workspace, itemID}, &r.Item, &updatedAt, &commentsUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.SnapshotRow{}, ledger.ErrNotFound
 	}
@@ -593,48 +469,30 @@ func (l *Ledger) Snapshot(ctx context.Context, tenant, workspace, itemID string)
 	return r, nil
 }
 
-// SaveSnapshots implements ledger.Snapshots: one transaction, one upsert
-// per tenant among the rows (each naming its tenant under RLS).
-func (l *Ledger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
-	if err := validate.Snapshots(rows); err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return l.ready(ctx)
-	}
-	type id struct{ tenant, workspace, item string }
-	last := map[id]int{}
+// SaveSnapshots implements ledger.Driver: one transaction, one upsert per
+// tenant among the rows (each naming its tenant under RLS).
+func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
 	var tenants []string
-	byTenant := map[string][]int{}
-	for i, r := range rows {
-		last[id{r.Tenant, r.Workspace, r.ItemID}] = i
-	}
-	for i, r := range rows {
-		if last[id{r.Tenant, r.Workspace, r.ItemID}] != i {
-			continue // a later row of the same item wins, as in memory
-		}
+	byTenant := map[string][]ledger.SnapshotRow{}
+	for _, r := range rows {
 		if byTenant[r.Tenant] == nil {
 			tenants = append(tenants, r.Tenant)
 		}
-		byTenant[r.Tenant] = append(byTenant[r.Tenant], i)
+		byTenant[r.Tenant] = append(byTenant[r.Tenant], r)
 	}
-	return l.tx(ctx, "", func(tx pgx.Tx) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
 		for _, tenant := range tenants {
-			if l.rls {
-				if _, err := tx.Exec(ctx, setTenant, tenant); err != nil {
-					return err
-				}
-			}
-			idx := byTenant[tenant]
-			workspaces, items := make([]string, len(idx)), make([]string, len(idx))
-			bodies := make([][]byte, len(idx))
-			updated, comments := make([]pgtype.Timestamptz, len(idx)), make([]pgtype.Timestamptz, len(idx))
-			for j, i := range idx {
-				r := rows[i]
+			rs := byTenant[tenant]
+			workspaces, items := make([]string, len(rs)), make([]string, len(rs))
+			bodies := make([][]byte, len(rs))
+			updated, comments := make([]pgtype.Timestamptz, len(rs)), make([]pgtype.Timestamptz, len(rs))
+			for j, r := range rs {
 				workspaces[j], items[j], bodies[j] = r.Workspace, r.ItemID, nonEmpty(r.Item)
 				updated[j], comments[j] = ts(r.UpdatedAt), ts(r.CommentsUntil)
 			}
-			if _, err := tx.Exec(ctx, l.q.saveSnapshots, tenant, workspaces, items, bodies, updated, comments); err != nil {
+			err := d.query(ctx, tx, tenant, d.q.saveSnapshots, []any{tenant, workspaces, items, bodies, updated, comments},
+				func(pgx.Rows) error { return nil })
+			if err != nil {
 				return err
 			}
 		}
@@ -642,140 +500,62 @@ func (l *Ledger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 	})
 }
 
-// DeleteSnapshot implements ledger.Snapshots.
-func (l *Ledger) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
-	if err := validate.Item(tenant, workspace, itemID); err != nil {
-		return err
-	}
-	_, err := l.exec(ctx, tenant, l.q.deleteSnapshot, tenant, workspace, itemID)
+// DeleteSnapshot implements ledger.Driver.
+func (d *driver) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
+	_, err := d.exec(ctx, tenant, d.q.deleteSnapshot, tenant, workspace, itemID)
 	return err
 }
 
-// snapshotPage is how many ids SnapshotIDs reads at a time; fn runs between
-// pages with no connection held, so it may call the ledger.
-const snapshotPage = 500
-
-// SnapshotIDs implements ledger.Snapshots.
-func (l *Ledger) SnapshotIDs(ctx context.Context, tenant, workspace string, fn func(itemID string) bool) error {
-	if err := validate.Workspace(tenant, workspace); err != nil {
+// SnapshotIDs implements ledger.Driver: one page of ids after after.
+func (d *driver) SnapshotIDs(ctx context.Context, tenant, workspace, after string, limit int) ([]string, error) {
+	var ids []string
+	err := d.query(ctx, d.pool, tenant, d.q.snapshotIDs, []any{tenant, workspace, after, limit}, func(rows pgx.Rows) error {
+		var err error
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
-	}
-	after, first := "", true
-	for {
-		var ids []string
-		err := l.query(ctx, tenant, l.q.snapshotIDs, []any{tenant, workspace, first, after, snapshotPage}, func(rows pgx.Rows) error {
-			var err error
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if !fn(id) {
-				return nil
-			}
-		}
-		if len(ids) < snapshotPage {
-			return nil
-		}
-		after, first = ids[len(ids)-1], false
-	}
+	})
+	return ids, err
 }
 
-func (l *Ledger) followers(f ledger.Follower) followerQueries {
+func (d *driver) followers(f ledger.Follower) followerQueries {
 	if f.Kind == ledger.TrackerFollower {
-		return l.q.tracker
+		return d.q.tracker
 	}
-	return l.q.log
+	return d.q.log
 }
 
 func followerArgs(f ledger.Follower) []any { return []any{f.Tenant, f.Workspace, f.Name} }
 
-// TakeLease implements ledger.Followers: one upsert takes the lease when
+// TakeLease implements ledger.Driver: one upsert takes the lease when
 // nobody holds it or it lapsed (ADR-0015).
-func (l *Ledger) TakeLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if err := validate.Lease(p); err != nil {
-		return ledger.Lease{}, err
-	}
-	lease := ledger.Lease{Follower: p.Follower, Holder: p.Holder, Nonce: ledger.NewNonce(), Expires: p.Now.Add(p.TTL)}
-	n, err := l.exec(ctx, p.Tenant, l.followers(p.Follower).takeLease,
-		append(followerArgs(p.Follower), lease.Holder, lease.Nonce, lease.Expires, p.Now)...)
-	if err != nil {
-		return ledger.Lease{}, err
-	}
-	if n == 0 {
-		return ledger.Lease{}, ledger.ErrLeaseHeld
-	}
-	return lease, nil
+func (d *driver) TakeLease(ctx context.Context, p ledger.LeaseParams, nonce string) (bool, error) {
+	n, err := d.exec(ctx, p.Tenant, d.followers(p.Follower).takeLease,
+		append(followerArgs(p.Follower), p.Holder, nonce, p.Now.Add(p.TTL), p.Now)...)
+	return n == 1, err
 }
 
-// RenewLease implements ledger.Followers.
-func (l *Ledger) RenewLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if err := validate.Lease(p); err != nil {
-		return ledger.Lease{}, err
-	}
-	if p.Nonce == "" {
-		return ledger.Lease{}, ledger.ErrNonce
-	}
-	lease := ledger.Lease{Follower: p.Follower, Nonce: ledger.NewNonce(), Expires: p.Now.Add(p.TTL)}
-	err := l.row(ctx, p.Tenant, l.followers(p.Follower).renewLease,
-		append(followerArgs(p.Follower), p.Nonce, lease.Nonce, lease.Expires), &lease.Holder)
+// RenewLease implements ledger.Driver.
+func (d *driver) RenewLease(ctx context.Context, p ledger.LeaseParams, nonce string) (string, bool, error) {
+	var holder string
+	err := d.row(ctx, d.pool, p.Tenant, d.followers(p.Follower).renewLease,
+		append(followerArgs(p.Follower), p.Nonce, nonce, p.Now.Add(p.TTL)), &holder)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Lease{}, ledger.ErrNonce
+		return "", false, nil
 	}
-	if err != nil {
-		return ledger.Lease{}, err
-	}
-	return lease, nil
+	return holder, err == nil, err
 }
 
-// ReleaseLease implements ledger.Followers.
-func (l *Ledger) ReleaseLease(ctx context.Context, f ledger.Follower, nonce string) error {
-	if err := validate.Nonce(f, nonce); err != nil {
-		return err
-	}
-	if nonce == "" {
-		return ledger.ErrNonce
-	}
-	n, err := l.exec(ctx, f.Tenant, l.followers(f).releaseLease, append(followerArgs(f), nonce)...)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return ledger.ErrNonce
-	}
-	return nil
+// ReleaseLease implements ledger.Driver.
+func (d *driver) ReleaseLease(ctx context.Context, f ledger.Follower, nonce string) (bool, error) {
+	n, err := d.exec(ctx, f.Tenant, d.followers(f).releaseLease, append(followerArgs(f), nonce)...)
+	return n == 1, err
 }
 
-// Cursor implements ledger.Followers.
-func (l *Ledger) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return ledger.Cursor{}, err
-	}
-	var (
-		c                            ledger.Cursor
-		updatedAt, sweptAt, polledAt pgtype.Timestamptz
-	)
-	err := l.row(ctx, f.Tenant, l.followers(f).cursor, followerArgs(f), &updatedAt, &c.ItemID, &c.Seq, &c.Seeded, &sweptAt, &polledAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Cursor{}, nil
-	}
-	if err != nil {
-		return ledger.Cursor{}, err
-	}
-	c.UpdatedAt, c.SweptAt, c.PolledAt = fromTS(updatedAt), fromTS(sweptAt), fromTS(polledAt)
-	return c, nil
-}
-
-// Lease implements ledger.Followers.
-func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return ledger.Lease{}, err
-	}
+// Lease implements ledger.Driver.
+func (d *driver) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
 	out := ledger.Lease{Follower: f}
 	var expires pgtype.Timestamptz
-	err := l.row(ctx, f.Tenant, l.followers(f).lease, followerArgs(f), &out.Holder, &expires)
+	err := d.row(ctx, d.pool, f.Tenant, d.followers(f).lease, followerArgs(f), &out.Holder, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, nil
 	}
@@ -786,72 +566,90 @@ func (l *Ledger) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, er
 	return out, nil
 }
 
-// SaveCursor implements ledger.Followers: one upsert moves each part of the
-// cursor only forward, as ledger.Forward does.
-func (l *Ledger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cursor) error {
-	if err := validate.Cursor(f, c); err != nil {
-		return err
+// cursor reads the follower's cursor on q with sql (a read, or a read that
+// locks the row); no row is the zero Cursor.
+func (d *driver) cursor(ctx context.Context, q db, f ledger.Follower, sql string) (ledger.Cursor, error) {
+	var (
+		c                            ledger.Cursor
+		updatedAt, sweptAt, polledAt pgtype.Timestamptz
+	)
+	err := d.row(ctx, q, f.Tenant, sql, followerArgs(f), &updatedAt, &c.ItemID, &c.Seq, &c.Seeded, &sweptAt, &polledAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Cursor{}, nil
 	}
-	_, err := l.exec(ctx, f.Tenant, l.followers(f).saveCursor,
-		append(followerArgs(f), ts(c.UpdatedAt), c.ItemID, c.Seq, c.Seeded, ts(c.SweptAt), ts(c.PolledAt))...)
-	return err
+	if err != nil {
+		return ledger.Cursor{}, err
+	}
+	c.UpdatedAt, c.SweptAt, c.PolledAt = fromTS(updatedAt), fromTS(sweptAt), fromTS(polledAt)
+	return c, nil
 }
 
-// DeadLetter implements ledger.Followers.
-func (l *Ledger) DeadLetter(ctx context.Context, d ledger.DeadLetter) (bool, error) {
-	if err := validate.DeadLetter(d); err != nil {
-		return false, err
-	}
-	n, err := l.exec(ctx, d.Tenant, l.followers(d.Follower).deadLetter,
-		append(followerArgs(d.Follower), d.ID, d.Seq, nonEmpty(d.Event), d.Reason, ts(d.At))...)
+// Cursor implements ledger.Driver.
+func (d *driver) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, error) {
+	return d.cursor(ctx, d.pool, f, d.followers(f).cursor)
+}
+
+// ChangeCursor implements ledger.Driver: in one transaction the follower's
+// row is made if missing and locked, and what change answers is written.
+func (d *driver) ChangeCursor(ctx context.Context, f ledger.Follower, change func(ledger.Cursor) ledger.Cursor) error {
+	q := d.followers(f)
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		if err := d.query(ctx, tx, f.Tenant, q.makeFollower, followerArgs(f), func(pgx.Rows) error { return nil }); err != nil {
+			return err
+		}
+		saved, err := d.cursor(ctx, tx, f, q.cursorForUpdate)
+		if err != nil {
+			return err
+		}
+		c := change(saved)
+		_, err = tx.Exec(ctx, q.setCursor,
+			append(followerArgs(f), ts(c.UpdatedAt), c.ItemID, c.Seq, c.Seeded, ts(c.SweptAt), ts(c.PolledAt))...)
+		return err
+	})
+}
+
+// DeadLetter implements ledger.Driver.
+func (d *driver) DeadLetter(ctx context.Context, dl ledger.DeadLetter) (bool, error) {
+	n, err := d.exec(ctx, dl.Tenant, d.followers(dl.Follower).deadLetter,
+		append(followerArgs(dl.Follower), dl.ID, dl.Seq, nonEmpty(dl.Event), dl.Reason, ts(dl.At))...)
 	return n == 1, err
 }
 
-// DeadLetters implements ledger.Followers.
-func (l *Ledger) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
-	if err := ledger.CheckFollower(f); err != nil {
-		return nil, err
-	}
+// DeadLetters implements ledger.Driver.
+func (d *driver) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
 	var out []ledger.DeadLetter
-	err := l.query(ctx, f.Tenant, l.followers(f).deadLetters, followerArgs(f), func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, f.Tenant, d.followers(f).deadLetters, followerArgs(f), func(rows pgx.Rows) error {
 		for rows.Next() {
-			var d deadLetterScan
-			if err := rows.Scan(d.dest()...); err != nil {
+			var s deadLetterScan
+			if err := rows.Scan(s.dest()...); err != nil {
 				return err
 			}
-			out = append(out, d.deadLetter(f))
+			out = append(out, s.deadLetter(f))
 		}
 		return rows.Err()
 	})
 	return out, err
 }
 
-// Followed implements ledger.Followers through the SECURITY DEFINER
-// function, the one read across tenants.
-func (l *Ledger) Followed(ctx context.Context) ([]ledger.Follower, error) {
-	if err := l.ready(ctx); err != nil {
+// Followed implements ledger.Driver through the SECURITY DEFINER function,
+// the one read across tenants.
+func (d *driver) Followed(ctx context.Context) ([]ledger.Follower, error) {
+	rows, err := d.pool.Query(ctx, d.q.followed)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := l.pool.Query(ctx, l.q.followed)
-	if err != nil {
-		return nil, l.fail(ctx, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Follower, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Follower, error) {
 		f := ledger.Follower{Kind: ledger.LogFollower}
 		err := row.Scan(&f.Tenant, &f.Workspace, &f.Name)
 		return f, err
 	})
-	return out, l.fail(ctx, err)
 }
 
-// Ping implements ledger.Ledger: the server answers, the schema carries
+// Ping implements ledger.Driver: the server answers, the schema carries
 // every migration this relayr knows, and the role is bound by row-level
 // security exactly when RLS is on.
-func (l *Ledger) Ping(ctx context.Context) error {
-	if err := l.ready(ctx); err != nil {
-		return err
-	}
-	migrations, err := loadMigrations(migrationFS, "migration")
+func (d *driver) Ping(ctx context.Context) error {
+	migrations, err := ledger.LoadMigrations(migrationFS, "migration")
 	if err != nil {
 		return err
 	}
@@ -859,44 +657,38 @@ func (l *Ledger) Ping(ctx context.Context) error {
 		version int
 		bound   bool
 	)
-	err = l.pool.QueryRow(ctx, l.q.ping, pgx.Identifier{l.schema, "relayr_tracker_items"}.Sanitize()).Scan(&version, &bound)
+	err = d.pool.QueryRow(ctx, d.q.ping, pgx.Identifier{d.schema, "relayr_tracker_items"}.Sanitize()).Scan(&version, &bound)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return fmt.Errorf("ledgerpg: schema %q is not migrated (run relayr migrate): %w", l.schema, err)
+		return fmt.Errorf("schema %q is not migrated (run relayr migrate): %w", d.schema, err)
 	}
 	if err != nil {
-		return l.fail(ctx, err)
+		return err
 	}
 	if version != len(migrations) {
-		return fmt.Errorf("ledgerpg: schema %q at version %d, want %d (run relayr migrate)", l.schema, version, len(migrations))
+		return fmt.Errorf("schema %q at version %d, want %d (run relayr migrate)", d.schema, version, len(migrations))
 	}
-	if bound != l.rls {
-		if l.rls {
-			return errors.New("ledgerpg: RLS is on but row-level security does not bind this role (a superuser, the tables' owner, or BYPASSRLS): connect as a restricted role")
+	if bound != d.rls {
+		if d.rls {
+			return errors.New("RLS is on but row-level security does not bind this role (a superuser, the tables' owner, or BYPASSRLS): connect as a restricted role")
 		}
-		return errors.New("ledgerpg: RLS is off but row-level security binds this role: it would see nothing; connect as the tables' owner or turn RLS on")
+		return errors.New("RLS is off but row-level security binds this role: it would see nothing; connect as the tables' owner or turn RLS on")
 	}
 	return nil
 }
 
-// Append implements eventlog.Log: in one round trip, a transaction-scoped
+// Append implements ledger.Driver: in one round trip, a transaction-scoped
 // advisory lock on the workspace's log, then one statement that answers the
 // id's sequence if it was appended, or appends it after the last.
-func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
-	if err := eventlog.CheckAppend(p); err != nil {
-		return 0, false, err
-	}
-	if err := l.ready(ctx); err != nil {
-		return 0, false, err
-	}
+func (d *driver) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
 	e := p.Event
 	b := &pgx.Batch{}
-	if l.rls {
+	if d.rls {
 		b.Queue(setTenant, e.Tenant)
 	}
-	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 5370))`, e.Tenant, e.Workspace)
-	b.Queue(l.q.appendEvent, e.Tenant, e.Workspace, e.ID, e.Type, e.Correlation, nonEmpty(e.Data), ts(e.At))
-	br := l.pool.SendBatch(ctx, b)
+	b.Queue(d.q.lockLog, e.Tenant, e.Workspace)
+	b.Queue(d.q.appendEvent, e.Tenant, e.Workspace, e.ID, e.Type, e.Correlation, nonEmpty(e.Data), ts(e.At))
+	br := d.pool.SendBatch(ctx, b)
 	var (
 		seq      int64
 		appended bool
@@ -914,18 +706,15 @@ func (l *Ledger) Append(ctx context.Context, p eventlog.AppendParams) (int64, bo
 		err = cerr
 	}
 	if err != nil {
-		return 0, false, l.fail(ctx, err)
+		return 0, false, err
 	}
 	return seq, appended, nil
 }
 
-// Head implements eventlog.Log.
-func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, error) {
-	if validate.Workspace(tenant, workspace) != nil {
-		return 0, eventlog.ErrInvalid
-	}
+// Head implements ledger.Driver.
+func (d *driver) Head(ctx context.Context, tenant, workspace string) (int64, error) {
 	var seq int64
-	err := l.query(ctx, tenant, l.q.headEvent, []any{tenant, workspace}, func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, tenant, d.q.headEvent, []any{tenant, workspace}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := rows.Scan(&seq); err != nil {
 				return err
@@ -936,16 +725,10 @@ func (l *Ledger) Head(ctx context.Context, tenant, workspace string) (int64, err
 	return seq, err
 }
 
-// Read implements eventlog.Log.
-func (l *Ledger) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
-	if validate.Workspace(tenant, workspace) != nil {
-		return nil, eventlog.ErrInvalid
-	}
-	if limit < 1 {
-		return nil, l.ready(ctx)
-	}
+// Read implements ledger.Driver.
+func (d *driver) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
 	var out []eventlog.Event
-	err := l.query(ctx, tenant, l.q.readEvents, []any{tenant, workspace, afterSeq, limit}, func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, tenant, d.q.readEvents, []any{tenant, workspace, afterSeq, limit}, func(rows pgx.Rows) error {
 		var err error
 		out, err = scanEvents(rows, tenant, workspace)
 		return err
@@ -975,28 +758,22 @@ func scanEvents(rows pgx.Rows, tenant, workspace string) ([]eventlog.Event, erro
 	return out, rows.Err()
 }
 
-// Beat implements ledger.Holders in one statement. The heartbeat belongs to
+// Beat implements ledger.Driver in one statement. The heartbeat belongs to
 // no tenant: under RLS it runs without one, on a table with no policy.
-func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
-	if err := ledger.CheckBeat(p); err != nil {
-		return nil, err
-	}
-	if err := l.ready(ctx); err != nil {
-		return nil, err
-	}
+func (d *driver) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder, error) {
 	spent := p.Spent
 	if spent == nil {
 		spent = map[string]int{}
 	}
 	raw, err := json.Marshal(spent)
 	if err != nil {
-		return nil, fmt.Errorf("ledgerpg: %w", err)
+		return nil, err
 	}
-	rows, err := l.pool.Query(ctx, l.q.beat, p.Holder, ts(p.Now.Add(p.TTL)), raw, ts(p.Now.Add(-ledger.KeepLapsed)))
+	rows, err := d.pool.Query(ctx, d.q.beat, p.Holder, ts(p.Now.Add(p.TTL)), raw, ts(p.Now.Add(-ledger.KeepLapsed)))
 	if err != nil {
-		return nil, l.fail(ctx, err)
+		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Holder, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Holder, error) {
 		var (
 			h   ledger.Holder
 			exp pgtype.Timestamptz
@@ -1009,17 +786,10 @@ func (l *Ledger) Beat(ctx context.Context, p ledger.BeatParams) ([]ledger.Holder
 		h.Spent = map[string]int{}
 		return h, json.Unmarshal(js, &h.Spent)
 	})
-	return out, l.fail(ctx, err)
 }
 
-// Leave implements ledger.Holders.
-func (l *Ledger) Leave(ctx context.Context, holder string, now time.Time) error {
-	if err := ledger.CheckText(holder); err != nil {
-		return err
-	}
-	if err := l.ready(ctx); err != nil {
-		return err
-	}
-	_, err := l.pool.Exec(ctx, l.q.leave, holder, ts(now))
-	return l.fail(ctx, err)
+// Leave implements ledger.Driver.
+func (d *driver) Leave(ctx context.Context, holder string, now time.Time) error {
+	_, err := d.pool.Exec(ctx, d.q.leave, holder, ts(now))
+	return err
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-var _ ledger.Operator = (*Ledger)(nil)
-
 // deadLetterScan reads deadLetterColumns.
 type deadLetterScan struct {
 	d              ledger.DeadLetter
@@ -31,13 +29,10 @@ func (s *deadLetterScan) deadLetter(f ledger.Follower) ledger.DeadLetter {
 	return d
 }
 
-// LatestEvents implements ledger.Operator.
-func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
-	if err := ledger.CheckEventQuery(q); err != nil {
-		return nil, err
-	}
+// LatestEvents implements ledger.Driver.
+func (d *driver) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
 	var out []eventlog.Event
-	err := l.query(ctx, q.Tenant, l.q.latestEvents, []any{q.Tenant, q.Workspace, q.Type, q.Limit}, func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, q.Tenant, d.q.latestEvents, []any{q.Tenant, q.Workspace, q.Type, q.Limit}, func(rows pgx.Rows) error {
 		var err error
 		out, err = scanEvents(rows, q.Tenant, q.Workspace)
 		return err
@@ -45,15 +40,9 @@ func (l *Ledger) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 	return out, err
 }
 
-func (l *Ledger) claims(ctx context.Context, sql, tenant string, rows int) ([]ledger.Claim, error) {
-	if err := ledger.CheckTenant(tenant); err != nil {
-		return nil, err
-	}
-	if err := ledger.CheckRows(rows); err != nil {
-		return nil, err
-	}
+func (d *driver) claims(ctx context.Context, sql, tenant string, rows int) ([]ledger.Claim, error) {
 	var out []ledger.Claim
-	err := l.query(ctx, tenant, sql, []any{tenant, rows}, func(rs pgx.Rows) error {
+	err := d.query(ctx, d.pool, tenant, sql, []any{tenant, rows}, func(rs pgx.Rows) error {
 		for rs.Next() {
 			var s claimScan
 			if err := rs.Scan(s.dest()...); err != nil {
@@ -70,23 +59,20 @@ func (l *Ledger) claims(ctx context.Context, sql, tenant string, rows int) ([]le
 	return out, err
 }
 
-// Unrecorded implements ledger.Operator.
-func (l *Ledger) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claims(ctx, l.q.unrecorded, tenant, rows)
+// Unrecorded implements ledger.Driver.
+func (d *driver) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return d.claims(ctx, d.q.unrecorded, tenant, rows)
 }
 
-// DeletedKeys implements ledger.Operator.
-func (l *Ledger) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return l.claims(ctx, l.q.deletedKeys, tenant, rows)
+// DeletedKeys implements ledger.Driver.
+func (d *driver) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
+	return d.claims(ctx, d.q.deletedKeys, tenant, rows)
 }
 
-// AtCap implements ledger.Operator.
-func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
-	if err := ledger.CheckCapQuery(q); err != nil {
-		return nil, err
-	}
+// AtCap implements ledger.Driver.
+func (d *driver) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
 	var out []ledger.CapItem
-	err := l.query(ctx, q.Tenant, l.q.atCap, []any{q.Tenant, ts(q.Now.Add(-q.Window)), q.Limit, q.Rows}, func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, q.Tenant, d.q.atCap, []any{q.Tenant, ts(q.Now.Add(-q.Window)), q.Limit, q.Rows}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			it := ledger.CapItem{Tenant: q.Tenant}
 			var (
@@ -104,17 +90,14 @@ func (l *Ledger) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem
 	return out, err
 }
 
-// ResolveDeadLetter implements ledger.Operator: one statement resolves an
+// ResolveDeadLetter implements ledger.Driver: one statement resolves an
 // open dead letter and answers the row as it stands.
-func (l *Ledger) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
-	if err := ledger.CheckResolution(f, id, r, now); err != nil {
-		return ledger.DeadLetter{}, false, err
-	}
+func (d *driver) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
 	var (
 		s       deadLetterScan
 		changed bool
 	)
-	err := l.row(ctx, f.Tenant, l.followers(f).resolve, append(followerArgs(f), id, string(r), ts(now)), append(s.dest(), &changed)...)
+	err := d.row(ctx, d.pool, f.Tenant, d.followers(f).resolve, append(followerArgs(f), id, string(r), ts(now)), append(s.dest(), &changed)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.DeadLetter{}, false, ledger.ErrNotFound
 	}

@@ -9,29 +9,19 @@ type queries struct {
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
 	followed, ping, appendEvent, readEvents, headEvent      string
 	latestEvents, unrecorded, deletedKeys, atCap            string
-	beat, leave                                             string
+	beat, leave, lockLog                                    string
 	tracker, log                                            followerQueries
 }
 
 const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolved_at`
 
 type followerQueries struct {
-	takeLease, renewLease, releaseLease, lease, cursor, saveCursor, deadLetter, deadLetters, resolve string
+	takeLease, renewLease, releaseLease, lease, cursor, deadLetter, deadLetters, resolve string
+	makeFollower, cursorForUpdate, setCursor                                             string
 }
 
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
-
-// cursorAhead is true when the saved cursor's position (excluded) is past
-// the stored one (f): a later updated_at, or the same with a later item id
-// in the tracker's order (tracker.LessID): decimal ids by value, so "100"
-// is past "99", anything else byte by byte (the column is COLLATE "C").
-const cursorAhead = `(coalesce(excluded.cursor_updated_at, '-infinity') > coalesce(f.cursor_updated_at, '-infinity')
-		OR (coalesce(excluded.cursor_updated_at, '-infinity') = coalesce(f.cursor_updated_at, '-infinity')
-			AND CASE WHEN excluded.cursor_item_id ~ '^[0-9]+$' AND f.cursor_item_id ~ '^[0-9]+$'
-				THEN (length(ltrim(excluded.cursor_item_id, '0')), ltrim(excluded.cursor_item_id, '0'))
-					> (length(ltrim(f.cursor_item_id, '0')), ltrim(f.cursor_item_id, '0'))
-				ELSE excluded.cursor_item_id > f.cursor_item_id END))`
 
 const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
 
@@ -83,7 +73,7 @@ func newQueries(schema string) queries {
 				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until`),
 		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
-			WHERE tenant = $1 AND workspace = $2 AND ($3 OR item_id > $4) ORDER BY item_id LIMIT $5`),
+			WHERE tenant = $1 AND workspace = $2 AND item_id > $3 ORDER BY item_id LIMIT $4`),
 		// A beat upserts the holder's row, forgets the rows that lapsed,
 		// and reads the live ones, in one statement.
 		// $4 is Now less KeepLapsed: rows lapsed before it are forgotten.
@@ -110,6 +100,8 @@ func newQueries(schema string) queries {
 				RETURNING seq
 			)
 			SELECT seq, true FROM appended UNION ALL SELECT seq, false FROM existing`),
+		// Append's lock on the workspace's log, until its transaction ends.
+		lockLog: `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 5370))`,
 		readEvents: s(`SELECT seq, id, type, correlation, data, at FROM {s}.relayr_events
 			WHERE tenant = $1 AND workspace = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
 		headEvent: s(`SELECT coalesce(max(seq), 0) FROM {s}.relayr_events WHERE tenant = $1 AND workspace = $2`),
@@ -149,20 +141,15 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 			WHERE ` + where + ` AND holder <> '' AND nonce = $4`),
 		lease:  s(`SELECT holder, expires FROM {s}.{f} WHERE ` + where),
 		cursor: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM {s}.{f} WHERE ` + where),
-		// Each part moves only forward: (updated_at, item_id) as a pair,
-		// seq, seeded and swept_at alone (ledger.Forward, whose id order
-		// cursorAhead follows).
-		saveCursor: s(`INSERT INTO {s}.{f} AS f (tenant, workspace, name, cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (tenant, workspace, name) DO UPDATE SET
-				cursor_updated_at = CASE WHEN ` + cursorAhead + `
-					THEN excluded.cursor_updated_at ELSE f.cursor_updated_at END,
-				cursor_item_id = CASE WHEN ` + cursorAhead + `
-					THEN excluded.cursor_item_id ELSE f.cursor_item_id END,
-				cursor_seq = greatest(f.cursor_seq, excluded.cursor_seq),
-				seeded = f.seeded OR excluded.seeded,
-				swept_at = greatest(f.swept_at, excluded.swept_at),
-				polled_at = greatest(f.polled_at, excluded.polled_at)`),
+		// ChangeCursor's transaction: the row made if missing, locked,
+		// and set to what ledger.Forward answers.
+		makeFollower: s(`INSERT INTO {s}.{f} (tenant, workspace, name) VALUES ($1, $2, $3)
+			ON CONFLICT (tenant, workspace, name) DO NOTHING`),
+		cursorForUpdate: s(`SELECT cursor_updated_at, cursor_item_id, cursor_seq, seeded, swept_at, polled_at FROM {s}.{f}
+			WHERE ` + where + ` FOR UPDATE`),
+		setCursor: s(`UPDATE {s}.{f} SET cursor_updated_at = $4, cursor_item_id = $5, cursor_seq = $6,
+				seeded = $7, swept_at = $8, polled_at = $9
+			WHERE ` + where),
 		deadLetter: s(`INSERT INTO {s}.{d} (tenant, workspace, name, event_id, seq, event, reason, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`),
