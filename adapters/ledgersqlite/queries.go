@@ -158,3 +158,17 @@ func newFollowerQueries(followers, deadLetters string) followerQueries {
 		deadLetterRow: s(`SELECT ` + deadLetterColumns + ` FROM {d} WHERE ` + where + ` AND event_id = ?`),
 	}
 }
+
+// writeStatements are prepared on the writer at Open: those a write
+// transaction runs, which could not prepare them on the writer's one
+// connection while it holds it.
+func writeStatements() []string {
+	out := []string{
+		claimFresh, claimRetake, recordClaim, releaseClaim, markDeleted, lookupClaim, claimValues, setClaimValues,
+		forgetLapsedWrites, countWrites, addWrite, forgetWrites, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
+	}
+	for _, q := range []followerQueries{trackerQueries, logQueries} {
+		out = append(out, q.takeLease, q.renewLease, q.releaseLease, q.cursor, q.saveCursor, q.deadLetter, q.resolve, q.deadLetterRow)
+	}
+	return out
+}
