@@ -7,9 +7,10 @@
 //
 // The file runs in WAL mode with synchronous=FULL, so every call that
 // changes something is durable when it returns. Writes go through one
-// connection, so goroutines of one process queue for the writer rather
-// than meet SQLITE_BUSY; another process on the same file waits out the
-// busy timeout. Reads use a pool of read-only connections beside the
+// connection, which one goroutine owns: goroutines of one process queue
+// for it rather than meet SQLITE_BUSY, and the writes that arrive while
+// one commits share the next commit (group commit); another process on
+// the same file waits out the busy timeout. Reads use a pool of read-only connections beside the
 // writer. The schema's migrations are embedded and applied at Open. It
 // passes the same contract suites as memory and PostgreSQL (ledgertest,
 // eventlogtest).
@@ -109,6 +110,7 @@ func openLedger(ctx context.Context, path string, busyTimeout time.Duration) (*L
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	d.r, d.rs = r, newStmts(r)
+	d.wr = newWriter(w, d.ws)
 	l := &Ledger{Store: ledger.NewStore(d), d: d}
 	if err := l.Ping(ctx); err != nil {
 		l.Close()
@@ -138,6 +140,8 @@ type driver struct {
 	w, r *sql.DB
 	// ws and rs are the statements prepared on w and on r.
 	ws, rs *stmts
+	// wr runs every write (batch.go).
+	wr *writer
 	// migrations is how many migrations the file must carry.
 	migrations int
 	// holders are the replicas' heartbeats, kept in memory: a SQLite
@@ -150,6 +154,7 @@ func (d *driver) Name() string { return "ledgersqlite" }
 
 // Close implements ledger.Driver.
 func (d *driver) Close() error {
+	d.wr.close()
 	return errors.Join(d.ws.close(), d.rs.close(), d.r.Close(), d.w.Close())
 }
 
@@ -222,24 +227,17 @@ func (d *driver) Ping(ctx context.Context) error {
 // read answers the read-only pool.
 func (d *driver) read(ctx context.Context) on { return on{ctx: ctx, s: d.rs} }
 
-// write runs fn's statements on the writer, each committing alone: a
-// method whose statements need not be atomic together.
+// write runs fn's statements as one of the writer's writes: alone, each
+// statement commits on its own; a method whose statements must commit
+// together uses writeTx.
 func (d *driver) write(ctx context.Context, fn func(x on) error) error {
-	return fn(on{ctx: context.WithoutCancel(ctx), s: d.ws})
+	return d.wr.do(ctx, false, fn)
 }
 
-// writeTx runs fn in one transaction on the writer; it begins IMMEDIATE
-// (the DSN's _txlock), taking the file's write lock first.
+// writeTx runs fn's statements as one of the writer's writes, in one
+// transaction.
 func (d *driver) writeTx(ctx context.Context, fn func(x on) error) error {
-	tx, err := d.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := fn(on{ctx: ctx, s: d.ws, tx: tx}); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return d.wr.do(ctx, true, fn)
 }
 
 // Times are kept as Unix nanoseconds; NULL is the zero time.

@@ -13,6 +13,13 @@ const (
 	recordMigration = `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 )
 
+// A batch of writes runs each in a savepoint (batch.go).
+const (
+	savepoint           = `SAVEPOINT write`
+	rollbackToSavepoint = `ROLLBACK TO write`
+	releaseSavepoint    = `RELEASE write`
+)
+
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
 
@@ -166,6 +173,7 @@ func writeStatements() []string {
 	out := []string{
 		claimFresh, claimRetake, recordClaim, releaseClaim, markDeleted, lookupClaim, claimValues, setClaimValues,
 		forgetLapsedWrites, countWrites, addWrite, forgetWrites, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
+		savepoint, rollbackToSavepoint, releaseSavepoint,
 	}
 	for _, q := range []followerQueries{trackerQueries, logQueries} {
 		out = append(out, q.takeLease, q.renewLease, q.releaseLease, q.cursor, q.saveCursor, q.deadLetter, q.resolve, q.deadLetterRow)
