@@ -39,8 +39,9 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, workspace, kind, key) DO NOTHING
 		RETURNING ` + claimColumns
-	// An unrecorded, undeleted claim made before the cutoff (the last
-	// argument) is taken again, keeping its first correlation.
+	// ADR-0033: an unrecorded, undeleted claim made before the cutoff
+	// (the last argument, Now less RetakeAfter) is taken again; the first
+	// claimer's correlation stays.
 	claimRetake = `UPDATE relayr_tracker_items SET nonce = ?, claimed_at = ?
 		WHERE ` + keyWhere + ` AND recorded = 0 AND deleted = 0 AND claimed_at < ?
 		RETURNING ` + claimColumns
