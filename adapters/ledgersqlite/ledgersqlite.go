@@ -133,8 +133,8 @@ func loadMigrations(fsys fs.FS, dir string) ([]ledger.Migration, error) {
 	return ms, nil
 }
 
-// driver runs the ledger's statements on the file: writes on the one
-// writer connection w, reads on the read-only pool r. It implements
+// driver runs the ledger's statements on the file: writes through wr on
+// the one writer connection w, reads on the read-only pool r. It implements
 // ledger.Driver; Store checks every input before it calls.
 type driver struct {
 	w, r *sql.DB
