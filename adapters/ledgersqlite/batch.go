@@ -9,20 +9,27 @@ import (
 // maxBatch is the most writes one transaction carries.
 const maxBatch = 128
 
-// writer commits the ledger's writes: one goroutine owns the writer
-// connection, and the writes that arrived while it committed the last
-// batch share the next transaction and its one durable commit (group
-// commit). SQLite has one writer per file, so eight callers writing at
-// once pay one commit's fsync, not eight. No write waits for a timer: a
-// write alone is committed at once; each caller is answered only when its
-// own write is durable, or failed.
+// writer commits the ledger's writes on the one writer connection. The
+// writes that arrive while one commits share the next transaction and its
+// one durable commit (group commit): SQLite has one writer per file, so
+// eight callers writing at once pay about one fsync a batch, not eight.
+//
+// No goroutine of its own and no timer: a caller that finds no batch in
+// flight leads, running its write at once on its own goroutine (a write
+// alone costs what it did before); one that finds a batch in flight
+// queues. When a batch is answered, its leader hands the lead to the
+// first write that queued meanwhile, whose caller commits everything
+// queued as the next batch. Each caller is answered only when its own
+// write is durable, or failed.
 type writer struct {
-	db   *sql.DB
-	s    *stmts
-	ops  chan *op
-	quit chan struct{}
-	done chan struct{}
-	stop sync.Once
+	db *sql.DB
+	s  *stmts
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when leading turns false
+	queue   []*op
+	leading bool // a batch is in flight, or its leader is being handed on
+	closed  bool
 }
 
 // op is one driver method's write.
@@ -32,63 +39,80 @@ type op struct {
 	atomic bool
 	fn     func(x on) error
 	err    chan error
+	lead   chan struct{} // this write's caller leads the next batch
 }
 
 func newWriter(db *sql.DB, s *stmts) *writer {
-	w := &writer{db: db, s: s, ops: make(chan *op), quit: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
+	w := &writer{db: db, s: s}
+	w.idle = sync.NewCond(&w.mu)
 	return w
 }
 
-// do runs fn as one write and answers when it is durable.
+// do runs fn as one write and answers when it is durable. Once queued, a
+// write is answered whatever its context does: a batch runs a write whose
+// caller gave up before it ran only to answer its context's error.
 func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error {
-	o := &op{ctx: ctx, atomic: atomic, fn: fn, err: make(chan error, 1)}
-	select {
-	case w.ops <- o:
-	case <-w.quit:
+	o := &op{ctx: ctx, atomic: atomic, fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return sql.ErrConnDone
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	return <-o.err
+	w.queue = append(w.queue, o)
+	first := !w.leading
+	w.leading = true
+	w.mu.Unlock()
+	if first {
+		w.commitNext()
+	}
+	select {
+	case err := <-o.err:
+		return err
+	case <-o.lead:
+		w.commitNext()
+		return <-o.err
+	}
 }
 
-// close stops the writer once the batch in flight is answered; a second
-// close waits for the same.
+// commitNext commits the queue's first writes as one batch, then hands
+// the lead to the first write left in the queue, if any.
+func (w *writer) commitNext() {
+	w.mu.Lock()
+	n := min(len(w.queue), maxBatch)
+	batch := make([]*op, n)
+	copy(batch, w.queue)
+	w.queue = w.queue[n:]
+	w.mu.Unlock()
+	w.commit(batch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		w.queue[0].lead <- struct{}{}
+		return
+	}
+	w.leading = false
+	w.idle.Broadcast()
+}
+
+// close refuses every later write and waits until the writes queued are
+// answered.
 func (w *writer) close() {
-	w.stop.Do(func() { close(w.quit) })
-	<-w.done
-}
-
-func (w *writer) run() {
-	defer close(w.done)
-	batch := make([]*op, 0, maxBatch)
-	for {
-		select {
-		case o := <-w.ops:
-			batch = append(batch[:0], o)
-		case <-w.quit:
-			return
-		}
-		// Whatever arrived while the last batch committed joins this one.
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-w.ops:
-				batch = append(batch, o)
-			default:
-				break more
-			}
-		}
-		w.commit(batch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for w.leading {
+		w.idle.Wait()
 	}
 }
 
 // commit runs a batch and answers each of its writes. A write whose
 // caller gave up before it ran is answered its context's error and not
-// run. A write alone runs on its caller's context; in a batch, each write
-// runs in a savepoint, so one that fails is undone alone, on no caller's
-// context (a statement interrupted in a transaction would undo the lot).
+// run. A write that runs is not interrupted: in a transaction an
+// interrupted statement undoes the whole batch, and watching a caller's
+// context costs two goroutines a statement, as much as the statement. A
+// write so waits at most BusyTimeout for another process's lock. In a
+// batch, each write runs in a savepoint, so one that fails is undone
+// alone.
 func (w *writer) commit(batch []*op) {
 	live := batch[:0:0]
 	for _, o := range batch {
@@ -98,18 +122,19 @@ func (w *writer) commit(batch []*op) {
 		}
 		live = append(live, o)
 	}
+	ctx := context.Background()
 	switch {
 	case len(live) == 0:
 		return
 	case len(live) == 1 && !live[0].atomic:
-		live[0].err <- live[0].fn(on{ctx: live[0].ctx, s: w.s})
+		live[0].err <- live[0].fn(on{ctx: ctx, s: w.s})
 		return
 	case len(live) == 1:
-		live[0].err <- w.tx(live[0].ctx, live[0].fn)
+		live[0].err <- w.tx(ctx, live[0].fn)
 		return
 	}
 	errs := make([]error, len(live))
-	err := w.tx(context.Background(), func(x on) error {
+	err := w.tx(ctx, func(x on) error {
 		for i, o := range live {
 			if _, err := x.exec(savepoint); err != nil {
 				return err
