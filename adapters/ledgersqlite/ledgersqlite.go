@@ -7,10 +7,10 @@
 //
 // The file runs in WAL mode with synchronous=FULL, so every call that
 // changes something is durable when it returns. Writes go through one
-// connection, which one goroutine owns: goroutines of one process queue
-// for it rather than meet SQLITE_BUSY, and the writes that arrive while
-// one commits share the next commit (group commit); another process on
-// the same file waits out the busy timeout. Reads use a pool of read-only connections beside the
+// connection: goroutines of one process queue for it rather than meet
+// SQLITE_BUSY, and the writes that arrive while one commits share the
+// next commit (group commit); another process on the same file waits out
+// the busy timeout. Reads use a pool of read-only connections beside the
 // writer. The schema's migrations are embedded and applied at Open. It
 // passes the same contract suites as memory and PostgreSQL (ledgertest,
 // eventlogtest).
