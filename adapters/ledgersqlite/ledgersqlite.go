@@ -7,9 +7,10 @@
 //
 // The file runs in WAL mode with synchronous=FULL, so every call that
 // changes something is durable when it returns. Writes go through one
-// connection, so goroutines of one process queue for the writer rather
-// than meet SQLITE_BUSY; another process on the same file waits out the
-// busy timeout. Reads use a pool of read-only connections beside the
+// connection: goroutines of one process queue for it rather than meet
+// SQLITE_BUSY, and the writes that arrive while one commits share the
+// next commit (group commit); another process on the same file waits out
+// the busy timeout. Reads use a pool of read-only connections beside the
 // writer. The schema's migrations are embedded and applied at Open. It
 // passes the same contract suites as memory and PostgreSQL (ledgertest,
 // eventlogtest).
@@ -92,10 +93,14 @@ func openLedger(ctx context.Context, path string, busyTimeout time.Duration) (*L
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	d := &driver{w: w, migrations: len(migrations)}
+	d := &driver{w: w, ws: newStmts(w), migrations: len(migrations)}
 	if err := d.migrate(ctx, migrations); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if err := d.ws.prepareAll(ctx, writeStatements()...); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("ledgersqlite: prepare: %w", d.MapError(err))
 	}
 	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
 	if err != nil {
@@ -104,7 +109,8 @@ func openLedger(ctx context.Context, path string, busyTimeout time.Duration) (*L
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	d.r = r
+	d.r, d.rs = r, newStmts(r)
+	d.wr = newWriter(w, d.ws)
 	l := &Ledger{Store: ledger.NewStore(d), d: d}
 	if err := l.Ping(ctx); err != nil {
 		l.Close()
@@ -127,11 +133,15 @@ func loadMigrations(fsys fs.FS, dir string) ([]ledger.Migration, error) {
 	return ms, nil
 }
 
-// driver runs the ledger's statements on the file: writes on the one
-// writer connection w, reads on the read-only pool r. It implements
+// driver runs the ledger's statements on the file: writes through wr on
+// the one writer connection w, reads on the read-only pool r. It implements
 // ledger.Driver; Store checks every input before it calls.
 type driver struct {
 	w, r *sql.DB
+	// ws and rs are the statements prepared on w and on r.
+	ws, rs *stmts
+	// wr runs every write (batch.go).
+	wr *writer
 	// migrations is how many migrations the file must carry.
 	migrations int
 	// holders are the replicas' heartbeats, kept in memory: a SQLite
@@ -143,7 +153,10 @@ type driver struct {
 func (d *driver) Name() string { return "ledgersqlite" }
 
 // Close implements ledger.Driver.
-func (d *driver) Close() error { return errors.Join(d.r.Close(), d.w.Close()) }
+func (d *driver) Close() error {
+	d.wr.close()
+	return errors.Join(d.ws.close(), d.rs.close(), d.r.Close(), d.w.Close())
+}
 
 // MapError implements ledger.Driver: a closed database is ErrClosed; a
 // busy or locked file, a failed disk, a file that cannot be opened are
@@ -202,7 +215,7 @@ func (d *driver) migrate(ctx context.Context, migrations []ledger.Migration) err
 // migration this relayr knows.
 func (d *driver) Ping(ctx context.Context) error {
 	var v int
-	if err := d.r.QueryRowContext(ctx, schemaVersion).Scan(&v); err != nil {
+	if err := d.read(ctx).row(schemaVersion).Scan(&v); err != nil {
 		return err
 	}
 	if v != d.migrations {
@@ -211,18 +224,20 @@ func (d *driver) Ping(ctx context.Context) error {
 	return nil
 }
 
-// write runs fn in one transaction on the writer connection; it begins
-// IMMEDIATE (the DSN's _txlock), taking the file's write lock first.
-func (d *driver) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := d.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+// read answers the read-only pool.
+func (d *driver) read(ctx context.Context) on { return on{ctx: ctx, s: d.rs} }
+
+// write runs fn's statements as one of the writer's writes: alone, each
+// statement commits on its own; a method whose statements must commit
+// together uses writeTx.
+func (d *driver) write(ctx context.Context, fn func(x on) error) error {
+	return d.wr.do(ctx, false, fn)
+}
+
+// writeTx runs fn's statements as one of the writer's writes, in one
+// transaction.
+func (d *driver) writeTx(ctx context.Context, fn func(x on) error) error {
+	return d.wr.do(ctx, true, fn)
 }
 
 // Times are kept as Unix nanoseconds; NULL is the zero time.
@@ -309,78 +324,83 @@ func decodeValues(s string) (map[string]string, error) {
 // TakeClaim implements ledger.Driver: a fresh key in one statement; a row
 // that is there is taken again when it lapsed (ADR-0033), or read as it
 // stands.
-func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
-	c, err := scanClaim(d.w.QueryRowContext(ctx, claimFresh, args(keyArgs(p.Key), nonce, nanos(p.Now), p.Correlation)...))
-	if err == nil {
-		return c, ledger.Fresh, nil
-	}
+func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (c ledger.Claim, o ledger.Outcome, err error) {
+	err = d.write(ctx, func(x on) error {
+		c, o, err = takeClaim(x, p, nonce)
+		return err
+	})
+	return c, o, err
+}
+
+func takeClaim(x on, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
+	c, err := scanClaim(x.row(claimFresh, args(keyArgs(p.Key), nonce, nanos(p.Now), p.Correlation)...))
 	if !errors.Is(err, sql.ErrNoRows) {
-		return ledger.Claim{}, 0, err
+		return c, ledger.Fresh, err
 	}
-	c, err = scanClaim(d.w.QueryRowContext(ctx, claimRetake,
-		args(nonce, nanos(p.Now), keyArgs(p.Key), p.Now.Add(-p.RetakeAfter).UnixNano())...))
-	if err == nil {
-		return c, ledger.Retaken, nil
-	}
+	c, err = scanClaim(x.row(claimRetake, args(nonce, nanos(p.Now), keyArgs(p.Key), p.Now.Add(-p.RetakeAfter).UnixNano())...))
 	if !errors.Is(err, sql.ErrNoRows) {
-		return ledger.Claim{}, 0, err
+		return c, ledger.Retaken, err
 	}
-	c, err = d.LookupClaim(ctx, p.Key)
-	return c, 0, err
+	c, err = scanClaim(x.row(lookupClaim, keyArgs(p.Key)...))
+	return c, 0, notFound(err)
 }
 
 // RecordClaim implements ledger.Driver.
-func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
-	c, err := scanClaim(d.w.QueryRowContext(ctx, recordClaim,
-		args(nonce, nanos(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key, keyArgs(p.Key), p.Nonce)...))
-	if err == nil {
-		return c, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return ledger.Claim{}, false, err
-	}
-	c, err = d.LookupClaim(ctx, p.Key)
-	return c, false, err
+func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (c ledger.Claim, recorded bool, err error) {
+	err = d.write(ctx, func(x on) error {
+		c, err = scanClaim(x.row(recordClaim,
+			args(nonce, nanos(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key, keyArgs(p.Key), p.Nonce)...))
+		if !errors.Is(err, sql.ErrNoRows) {
+			recorded = err == nil
+			return err
+		}
+		c, err = scanClaim(x.row(lookupClaim, keyArgs(p.Key)...))
+		return notFound(err)
+	})
+	return c, recorded, err
 }
 
 // ReleaseClaim implements ledger.Driver.
-func (d *driver) ReleaseClaim(ctx context.Context, k ledger.Key, nonce string) (ledger.Claim, bool, error) {
-	var one int
-	err := d.w.QueryRowContext(ctx, releaseClaim, args(keyArgs(k), nonce)...).Scan(&one)
-	if err == nil {
-		return ledger.Claim{}, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return ledger.Claim{}, false, err
-	}
-	c, err := d.LookupClaim(ctx, k)
-	return c, false, err
+func (d *driver) ReleaseClaim(ctx context.Context, k ledger.Key, nonce string) (c ledger.Claim, released bool, err error) {
+	err = d.write(ctx, func(x on) error {
+		var one int
+		err := x.row(releaseClaim, args(keyArgs(k), nonce)...).Scan(&one)
+		if !errors.Is(err, sql.ErrNoRows) {
+			released = err == nil
+			return err
+		}
+		c, err = scanClaim(x.row(lookupClaim, keyArgs(k)...))
+		return notFound(err)
+	})
+	return c, released, err
 }
 
 // MarkDeleted implements ledger.Driver.
 func (d *driver) MarkDeleted(ctx context.Context, k ledger.Key, nonce string) error {
-	_, err := d.w.ExecContext(ctx, markDeleted, args(keyArgs(k), nonce)...)
-	return err
+	return d.write(ctx, func(x on) error {
+		_, err := x.exec(markDeleted, args(keyArgs(k), nonce)...)
+		return err
+	})
 }
 
 // LookupClaim implements ledger.Driver.
 func (d *driver) LookupClaim(ctx context.Context, k ledger.Key) (ledger.Claim, error) {
-	c, err := scanClaim(d.r.QueryRowContext(ctx, lookupClaim, keyArgs(k)...))
+	c, err := scanClaim(d.read(ctx).row(lookupClaim, keyArgs(k)...))
 	return c, notFound(err)
 }
 
 // LookupItem implements ledger.Driver.
 func (d *driver) LookupItem(ctx context.Context, tenant, workspace, itemID string) (ledger.Claim, error) {
-	c, err := scanClaim(d.r.QueryRowContext(ctx, lookupItem, tenant, workspace, itemID))
+	c, err := scanClaim(d.read(ctx).row(lookupItem, tenant, workspace, itemID))
 	return c, notFound(err)
 }
 
 // ChangeValues implements ledger.Driver: change runs inside the write
 // transaction, between the read and the write of the values.
 func (d *driver) ChangeValues(ctx context.Context, k ledger.Key, change func(values map[string]string)) error {
-	return d.write(ctx, func(tx *sql.Tx) error {
+	return d.writeTx(ctx, func(x on) error {
 		var raw string
-		if err := tx.QueryRowContext(ctx, claimValues, keyArgs(k)...).Scan(&raw); err != nil {
+		if err := x.row(claimValues, keyArgs(k)...).Scan(&raw); err != nil {
 			return notFound(err)
 		}
 		values, err := decodeValues(raw)
@@ -395,7 +415,7 @@ func (d *driver) ChangeValues(ctx context.Context, k ledger.Key, change func(val
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, setClaimValues, args(string(b), keyArgs(k))...)
+		_, err = x.exec(setClaimValues, args(string(b), keyArgs(k))...)
 		return err
 	})
 }
@@ -403,22 +423,19 @@ func (d *driver) ChangeValues(ctx context.Context, k ledger.Key, change func(val
 // CountWrite implements ledger.Driver: the writer's lock serialises it
 // across processes; writes that left the window are forgotten as it counts
 // (ADR-0036), and the forgetting is kept when the write is not counted.
-func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (int, bool, error) {
-	var (
-		n       int
-		counted bool
-	)
-	err := d.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, forgetLapsedWrites, p.Tenant, p.Workspace, p.ItemID, p.Now.Add(-p.Window).UnixNano()); err != nil {
+func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (n int, counted bool, err error) {
+	err = d.writeTx(ctx, func(x on) error {
+		n, counted = 0, false // a transaction run again starts again
+		if _, err := x.exec(forgetLapsedWrites, p.Tenant, p.Workspace, p.ItemID, p.Now.Add(-p.Window).UnixNano()); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, countWrites, p.Tenant, p.Workspace, p.ItemID).Scan(&n); err != nil {
+		if err := x.row(countWrites, p.Tenant, p.Workspace, p.ItemID).Scan(&n); err != nil {
 			return err
 		}
 		if n >= p.Limit {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, addWrite, p.Tenant, p.Workspace, p.ItemID, p.Now.UnixNano()); err != nil {
+		if _, err := x.exec(addWrite, p.Tenant, p.Workspace, p.ItemID, p.Now.UnixNano()); err != nil {
 			return err
 		}
 		n, counted = n+1, true
@@ -429,15 +446,17 @@ func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (int, boo
 
 // ForgetWrites implements ledger.Driver.
 func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
-	_, err := d.w.ExecContext(ctx, forgetWrites, tenant, workspace, itemID)
-	return err
+	return d.write(ctx, func(x on) error {
+		_, err := x.exec(forgetWrites, tenant, workspace, itemID)
+		return err
+	})
 }
 
 // Snapshot implements ledger.Driver.
 func (d *driver) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
 	row := ledger.SnapshotRow{Tenant: tenant, Workspace: workspace, ItemID: itemID}
 	var updatedAt, commentsUntil sql.NullInt64
-	err := d.r.QueryRowContext(ctx, snapshot, tenant, workspace, itemID).Scan(&row.Item, &updatedAt, &commentsUntil)
+	err := d.read(ctx).row(snapshot, tenant, workspace, itemID).Scan(&row.Item, &updatedAt, &commentsUntil)
 	if err != nil {
 		return ledger.SnapshotRow{}, notFound(err)
 	}
@@ -447,18 +466,13 @@ func (d *driver) Snapshot(ctx context.Context, tenant, workspace, itemID string)
 
 // SaveSnapshots implements ledger.Driver.
 func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
-	return d.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, saveSnapshot)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+	return d.writeTx(ctx, func(x on) error {
 		for _, r := range rows {
 			item := r.Item
 			if item == nil {
 				item = []byte{}
 			}
-			if _, err := stmt.ExecContext(ctx, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil)); err != nil {
+			if _, err := x.exec(saveSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil)); err != nil {
 				return err
 			}
 		}
@@ -468,13 +482,15 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 
 // DeleteSnapshot implements ledger.Driver.
 func (d *driver) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
-	_, err := d.w.ExecContext(ctx, deleteSnapshot, tenant, workspace, itemID)
-	return err
+	return d.write(ctx, func(x on) error {
+		_, err := x.exec(deleteSnapshot, tenant, workspace, itemID)
+		return err
+	})
 }
 
 // SnapshotIDs implements ledger.Driver.
 func (d *driver) SnapshotIDs(ctx context.Context, tenant, workspace, after string, limit int) ([]string, error) {
-	rows, err := d.r.QueryContext(ctx, snapshotIDs, tenant, workspace, after, limit)
+	rows, err := d.read(ctx).rows(snapshotIDs, tenant, workspace, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -501,43 +517,51 @@ func followerQueriesOf(f ledger.Follower) *followerQueries {
 // followerArgs are a follower row's key.
 func followerArgs(f ledger.Follower) []any { return []any{f.Tenant, f.Workspace, f.Name} }
 
-// TakeLease implements ledger.Driver.
-func (d *driver) TakeLease(ctx context.Context, p ledger.LeaseParams, nonce string) (bool, error) {
-	var one int
-	err := d.w.QueryRowContext(ctx, followerQueriesOf(p.Follower).takeLease,
-		args(followerArgs(p.Follower), p.Holder, nonce, nanos(p.Now.Add(p.TTL)), p.Now.UnixNano())...).Scan(&one)
+// found answers whether a statement that answers a row when it changed
+// something answered one.
+func found(err error) (bool, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// TakeLease implements ledger.Driver.
+func (d *driver) TakeLease(ctx context.Context, p ledger.LeaseParams, nonce string) (took bool, err error) {
+	err = d.write(ctx, func(x on) error {
+		var one int
+		took, err = found(x.row(followerQueriesOf(p.Follower).takeLease,
+			args(followerArgs(p.Follower), p.Holder, nonce, nanos(p.Now.Add(p.TTL)), p.Now.UnixNano())...).Scan(&one))
+		return err
+	})
+	return took, err
 }
 
 // RenewLease implements ledger.Driver.
-func (d *driver) RenewLease(ctx context.Context, p ledger.LeaseParams, nonce string) (string, bool, error) {
-	var holder string
-	err := d.w.QueryRowContext(ctx, followerQueriesOf(p.Follower).renewLease,
-		args(nonce, nanos(p.Now.Add(p.TTL)), followerArgs(p.Follower), p.Nonce)...).Scan(&holder)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	return holder, err == nil, err
+func (d *driver) RenewLease(ctx context.Context, p ledger.LeaseParams, nonce string) (holder string, ok bool, err error) {
+	err = d.write(ctx, func(x on) error {
+		ok, err = found(x.row(followerQueriesOf(p.Follower).renewLease,
+			args(nonce, nanos(p.Now.Add(p.TTL)), followerArgs(p.Follower), p.Nonce)...).Scan(&holder))
+		return err
+	})
+	return holder, ok, err
 }
 
 // ReleaseLease implements ledger.Driver.
-func (d *driver) ReleaseLease(ctx context.Context, f ledger.Follower, nonce string) (bool, error) {
-	var one int
-	err := d.w.QueryRowContext(ctx, followerQueriesOf(f).releaseLease, args(followerArgs(f), nonce)...).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
+func (d *driver) ReleaseLease(ctx context.Context, f ledger.Follower, nonce string) (released bool, err error) {
+	err = d.write(ctx, func(x on) error {
+		var one int
+		released, err = found(x.row(followerQueriesOf(f).releaseLease, args(followerArgs(f), nonce)...).Scan(&one))
+		return err
+	})
+	return released, err
 }
 
 // Lease implements ledger.Driver.
 func (d *driver) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, error) {
 	out := ledger.Lease{Follower: f}
 	var expires sql.NullInt64
-	err := d.r.QueryRowContext(ctx, followerQueriesOf(f).lease, followerArgs(f)...).Scan(&out.Holder, &expires)
+	err := d.read(ctx).row(followerQueriesOf(f).lease, followerArgs(f)...).Scan(&out.Holder, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
@@ -546,16 +570,13 @@ func (d *driver) Lease(ctx context.Context, f ledger.Follower) (ledger.Lease, er
 }
 
 // readCursor reads f's cursor; no row reads as the zero Cursor.
-func readCursor(ctx context.Context, q interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}, f ledger.Follower) (ledger.Cursor, error) {
+func readCursor(x on, f ledger.Follower) (ledger.Cursor, error) {
 	var (
 		c                            ledger.Cursor
 		updatedAt, sweptAt, polledAt sql.NullInt64
 		seeded                       int
 	)
-	err := q.QueryRowContext(ctx, followerQueriesOf(f).cursor, followerArgs(f)...).
-		Scan(&updatedAt, &c.ItemID, &c.Seq, &seeded, &sweptAt, &polledAt)
+	err := x.row(followerQueriesOf(f).cursor, followerArgs(f)...).Scan(&updatedAt, &c.ItemID, &c.Seq, &seeded, &sweptAt, &polledAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Cursor{}, nil
 	}
@@ -568,42 +589,46 @@ func readCursor(ctx context.Context, q interface {
 
 // Cursor implements ledger.Driver.
 func (d *driver) Cursor(ctx context.Context, f ledger.Follower) (ledger.Cursor, error) {
-	return readCursor(ctx, d.r, f)
+	return readCursor(d.read(ctx), f)
 }
 
 // ChangeCursor implements ledger.Driver: the cursor is read and written
 // in one write transaction, which holds the file's write lock.
 func (d *driver) ChangeCursor(ctx context.Context, f ledger.Follower, change func(ledger.Cursor) ledger.Cursor) error {
-	return d.write(ctx, func(tx *sql.Tx) error {
-		saved, err := readCursor(ctx, tx, f)
+	return d.writeTx(ctx, func(x on) error {
+		saved, err := readCursor(x, f)
 		if err != nil {
 			return err
 		}
 		c := change(saved)
-		_, err = tx.ExecContext(ctx, followerQueriesOf(f).saveCursor,
+		_, err = x.exec(followerQueriesOf(f).saveCursor,
 			args(followerArgs(f), nanos(c.UpdatedAt), c.ItemID, c.Seq, boolInt(c.Seeded), nanos(c.SweptAt), nanos(c.PolledAt))...)
 		return err
 	})
 }
 
 // DeadLetter implements ledger.Driver.
-func (d *driver) DeadLetter(ctx context.Context, dl ledger.DeadLetter) (bool, error) {
+func (d *driver) DeadLetter(ctx context.Context, dl ledger.DeadLetter) (added bool, err error) {
 	event := dl.Event
 	if event == nil {
 		event = []byte{}
 	}
-	res, err := d.w.ExecContext(ctx, followerQueriesOf(dl.Follower).deadLetter,
-		args(followerArgs(dl.Follower), dl.ID, dl.Seq, event, dl.Reason, nanos(dl.At))...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	err = d.write(ctx, func(x on) error {
+		res, err := x.exec(followerQueriesOf(dl.Follower).deadLetter,
+			args(followerArgs(dl.Follower), dl.ID, dl.Seq, event, dl.Reason, nanos(dl.At))...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		added = n == 1
+		return err
+	})
+	return added, err
 }
 
 // DeadLetters implements ledger.Driver.
 func (d *driver) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
-	rows, err := d.r.QueryContext(ctx, followerQueriesOf(f).deadLetters, followerArgs(f)...)
+	rows, err := d.read(ctx).rows(followerQueriesOf(f).deadLetters, followerArgs(f)...)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +646,7 @@ func (d *driver) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.D
 
 // Followed implements ledger.Driver.
 func (d *driver) Followed(ctx context.Context) ([]ledger.Follower, error) {
-	rows, err := d.r.QueryContext(ctx, followed)
+	rows, err := d.read(ctx).rows(followed)
 	if err != nil {
 		return nil, err
 	}
@@ -650,36 +675,34 @@ func (d *driver) Leave(ctx context.Context, holder string, now time.Time) error 
 
 // Append implements ledger.Driver: the event in one statement, or the
 // sequence of its id when the log has it.
-func (d *driver) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
+func (d *driver) Append(ctx context.Context, p eventlog.AppendParams) (seq int64, appended bool, err error) {
 	e := p.Event
 	data := []byte(e.Data)
 	if data == nil {
 		data = []byte{}
 	}
-	var seq int64
-	err := d.w.QueryRowContext(ctx, appendEvent,
-		e.Tenant, e.Workspace, e.ID, e.Type, e.Correlation, data, nanos(e.At), e.Tenant, e.Workspace).Scan(&seq)
-	if err == nil {
-		return seq, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, false, err
-	}
-	// Appended once already: answer its sequence.
-	err = d.r.QueryRowContext(ctx, eventSeq, e.Tenant, e.Workspace, e.ID).Scan(&seq)
-	return seq, false, err
+	err = d.write(ctx, func(x on) error {
+		err := x.row(appendEvent, e.Tenant, e.Workspace, e.ID, e.Type, e.Correlation, data, nanos(e.At), e.Tenant, e.Workspace).Scan(&seq)
+		if !errors.Is(err, sql.ErrNoRows) {
+			appended = err == nil
+			return err
+		}
+		// Appended once already: answer its sequence.
+		return x.row(eventSeq, e.Tenant, e.Workspace, e.ID).Scan(&seq)
+	})
+	return seq, appended, err
 }
 
 // Head implements ledger.Driver.
 func (d *driver) Head(ctx context.Context, tenant, workspace string) (int64, error) {
 	var seq int64
-	err := d.r.QueryRowContext(ctx, headEvent, tenant, workspace).Scan(&seq)
+	err := d.read(ctx).row(headEvent, tenant, workspace).Scan(&seq)
 	return seq, err
 }
 
 // Read implements ledger.Driver.
 func (d *driver) Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error) {
-	rows, err := d.r.QueryContext(ctx, readEvents, tenant, workspace, afterSeq, limit)
+	rows, err := d.read(ctx).rows(readEvents, tenant, workspace, afterSeq, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func scanDeadLetter(s scanner, f ledger.Follower) (ledger.DeadLetter, error) {
 
 // LatestEvents implements ledger.Driver.
 func (d *driver) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]eventlog.Event, error) {
-	rows, err := d.r.QueryContext(ctx, latestEvents, q.Tenant, q.Workspace, q.Type, q.Type, q.Limit)
+	rows, err := d.read(ctx).rows(latestEvents, q.Tenant, q.Workspace, q.Type, q.Type, q.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (d *driver) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 
 // claims answers the claims query reads of the tenant's, at most rows.
 func (d *driver) claims(ctx context.Context, query, tenant string, rows int) ([]ledger.Claim, error) {
-	rs, err := d.r.QueryContext(ctx, query, tenant, rows)
+	rs, err := d.read(ctx).rows(query, tenant, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (d *driver) DeletedKeys(ctx context.Context, tenant string, rows int) ([]le
 // AtCap implements ledger.Driver: a write at w counts while Now-w <
 // Window, as CountWrite counts it.
 func (d *driver) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem, error) {
-	rows, err := d.r.QueryContext(ctx, atCap, q.Tenant, q.Now.Add(-q.Window).UnixNano(), q.Limit, q.Rows)
+	rows, err := d.read(ctx).rows(atCap, q.Tenant, q.Now.Add(-q.Window).UnixNano(), q.Limit, q.Rows)
 	if err != nil {
 		return nil, err
 	}
@@ -86,13 +86,19 @@ func (d *driver) AtCap(ctx context.Context, q ledger.CapQuery) ([]ledger.CapItem
 // dead letter; one that is not open is read as it stands.
 func (d *driver) ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error) {
 	q := followerQueriesOf(f)
-	dl, err := scanDeadLetter(d.w.QueryRowContext(ctx, q.resolve, args(string(r), now.UnixNano(), followerArgs(f), id)...), f)
-	if err == nil {
-		return dl, true, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return ledger.DeadLetter{}, false, err
-	}
-	dl, err = scanDeadLetter(d.r.QueryRowContext(ctx, q.deadLetterRow, args(followerArgs(f), id)...), f)
-	return dl, false, notFound(err)
+	var (
+		dl       ledger.DeadLetter
+		resolved bool
+	)
+	err := d.write(ctx, func(x on) error {
+		var err error
+		dl, err = scanDeadLetter(x.row(q.resolve, args(string(r), now.UnixNano(), followerArgs(f), id)...), f)
+		if !errors.Is(err, sql.ErrNoRows) {
+			resolved = err == nil
+			return err
+		}
+		dl, err = scanDeadLetter(x.row(q.deadLetterRow, args(followerArgs(f), id)...), f)
+		return notFound(err)
+	})
+	return dl, resolved, err
 }

@@ -13,6 +13,13 @@ const (
 	recordMigration = `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 )
 
+// A batch of writes runs each in a savepoint (batch.go).
+const (
+	savepoint           = `SAVEPOINT write`
+	rollbackToSavepoint = `ROLLBACK TO write`
+	releaseSavepoint    = `RELEASE write`
+)
+
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
 
@@ -32,8 +39,9 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, workspace, kind, key) DO NOTHING
 		RETURNING ` + claimColumns
-	// An unrecorded, undeleted claim made before the cutoff (the last
-	// argument) is taken again, keeping its first correlation.
+	// ADR-0033: an unrecorded, undeleted claim made before the cutoff
+	// (the last argument, Now less RetakeAfter) is taken again; the first
+	// claimer's correlation stays.
 	claimRetake = `UPDATE relayr_tracker_items SET nonce = ?, claimed_at = ?
 		WHERE ` + keyWhere + ` AND recorded = 0 AND deleted = 0 AND claimed_at < ?
 		RETURNING ` + claimColumns
@@ -157,4 +165,19 @@ func newFollowerQueries(followers, deadLetters string) followerQueries {
 			RETURNING ` + deadLetterColumns),
 		deadLetterRow: s(`SELECT ` + deadLetterColumns + ` FROM {d} WHERE ` + where + ` AND event_id = ?`),
 	}
+}
+
+// writeStatements are prepared on the writer at Open: those a write
+// transaction runs, which could not prepare them on the writer's one
+// connection while it holds it.
+func writeStatements() []string {
+	out := []string{
+		claimFresh, claimRetake, recordClaim, releaseClaim, markDeleted, lookupClaim, claimValues, setClaimValues,
+		forgetLapsedWrites, countWrites, addWrite, forgetWrites, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
+		savepoint, rollbackToSavepoint, releaseSavepoint,
+	}
+	for _, q := range []followerQueries{trackerQueries, logQueries} {
+		out = append(out, q.takeLease, q.renewLease, q.releaseLease, q.cursor, q.saveCursor, q.deadLetter, q.resolve, q.deadLetterRow)
+	}
+	return out
 }

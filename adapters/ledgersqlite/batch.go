@@ -1,0 +1,173 @@
+package ledgersqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// maxBatch is the most writes one transaction carries.
+const maxBatch = 128
+
+// writer commits the ledger's writes on the one writer connection. The
+// writes that arrive while one commits share the next transaction and its
+// one durable commit (group commit): SQLite has one writer per file, so
+// eight callers writing at once pay about one fsync a batch, not eight.
+//
+// No goroutine of its own and no timer: a caller that finds no batch in
+// flight leads, running its write at once on its own goroutine (a write
+// alone costs what it did before); one that finds a batch in flight
+// queues. When a batch is answered, its leader hands the lead to the
+// first write that queued meanwhile, whose caller commits everything
+// queued as the next batch. Each caller is answered only when its own
+// write is durable, or failed.
+type writer struct {
+	db *sql.DB
+	s  *stmts
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when leading turns false
+	queue   []*op
+	leading bool // a batch is in flight, or its leader is being handed on
+	closed  bool
+}
+
+// op is one driver method's write.
+type op struct {
+	ctx context.Context
+	// atomic: fn's statements commit together even when it runs alone.
+	atomic bool
+	fn     func(x on) error
+	err    chan error
+	lead   chan struct{} // this write's caller leads the next batch
+}
+
+func newWriter(db *sql.DB, s *stmts) *writer {
+	w := &writer{db: db, s: s}
+	w.idle = sync.NewCond(&w.mu)
+	return w
+}
+
+// do runs fn as one write and answers when it is durable. Once queued, a
+// write is answered whatever its context does: a batch runs a write whose
+// caller gave up before it ran only to answer its context's error.
+func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error {
+	o := &op{ctx: ctx, atomic: atomic, fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return sql.ErrConnDone
+	}
+	w.queue = append(w.queue, o)
+	first := !w.leading
+	w.leading = true
+	w.mu.Unlock()
+	if first {
+		w.commitNext()
+	}
+	select {
+	case err := <-o.err:
+		return err
+	case <-o.lead:
+		w.commitNext()
+		return <-o.err
+	}
+}
+
+// commitNext commits the queue's first writes as one batch, then hands
+// the lead to the first write left in the queue, if any.
+func (w *writer) commitNext() {
+	w.mu.Lock()
+	n := min(len(w.queue), maxBatch)
+	batch := make([]*op, n)
+	copy(batch, w.queue)
+	w.queue = w.queue[n:]
+	w.mu.Unlock()
+	w.commit(batch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		w.queue[0].lead <- struct{}{}
+		return
+	}
+	w.leading = false
+	w.idle.Broadcast()
+}
+
+// close refuses every later write and waits until the writes queued are
+// answered.
+func (w *writer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for w.leading {
+		w.idle.Wait()
+	}
+}
+
+// commit runs a batch and answers each of its writes. A write whose
+// caller gave up before it ran is answered its context's error and not
+// run. A write that runs is not interrupted: in a transaction an
+// interrupted statement undoes the whole batch, and watching a caller's
+// context costs two goroutines a statement, as much as the statement. A
+// write so waits at most BusyTimeout for another process's lock. In a
+// batch, each write runs in a savepoint, so one that fails is undone
+// alone.
+func (w *writer) commit(batch []*op) {
+	live := batch[:0:0]
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.err <- err
+			continue
+		}
+		live = append(live, o)
+	}
+	ctx := context.Background()
+	switch {
+	case len(live) == 0:
+		return
+	case len(live) == 1 && !live[0].atomic:
+		live[0].err <- live[0].fn(on{ctx: ctx, s: w.s})
+		return
+	case len(live) == 1:
+		live[0].err <- w.tx(ctx, live[0].fn)
+		return
+	}
+	errs := make([]error, len(live))
+	err := w.tx(ctx, func(x on) error {
+		for i, o := range live {
+			if _, err := x.exec(savepoint); err != nil {
+				return err
+			}
+			if errs[i] = o.fn(x); errs[i] != nil {
+				if _, err := x.exec(rollbackToSavepoint); err != nil {
+					return err // the transaction is lost: every write fails
+				}
+			}
+			if _, err := x.exec(releaseSavepoint); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, o := range live {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+		o.err <- errs[i]
+	}
+}
+
+// tx runs fn in one transaction; it begins IMMEDIATE (the DSN's _txlock),
+// taking the file's write lock first.
+func (w *writer) tx(ctx context.Context, fn func(x on) error) error {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(on{ctx: ctx, s: w.s, tx: tx}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
