@@ -16,6 +16,15 @@
 //
 // Times are the caller's: every method that decides by time takes "now"
 // from the caller's clock, so a fake clock drives every store alike.
+//
+// Store (store.go) is the one implementation of the ports, portable over a
+// Driver (driver.go) per store, as go-cloud's portable types sit over their
+// drivers: Store owns every rule the stores share (the input checks, the
+// closed store and done context, the sentinel errors, the claim's outcomes,
+// the pending values, the cursor's forward rule), and a driver only runs
+// queries and scans their rows. memledger, ledgersqlite and ledgerpg are
+// drivers; ledgertest checks the ports through each, drivertest each
+// driver beneath.
 package ledger
 
 import (

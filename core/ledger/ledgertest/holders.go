@@ -9,37 +9,16 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-// Holders: the replicas' heartbeat (issue 13).
-
-func beat(t *testing.T, l ledger.Ledger, holder string, now time.Time, spent map[string]int) []ledger.Holder {
-	t.Helper()
-	hs, err := l.Beat(t.Context(), ledger.BeatParams{Holder: holder, Now: now, TTL: 30 * time.Second, Spent: spent})
-	if err != nil {
-		t.Fatalf("Beat(%s): %v", holder, err)
-	}
-	return hs
+// holderCases are the rules of the replicas' heartbeat (issue 13): a holder
+// is alive until its beat lapses, and what it spent is kept a minute after.
+var holderCases = []testCase{
+	{"HoldersSeeEachOtherUntilTheirBeatLapses", holdersSeeEachOther},
+	{"ABeatReplacesTheHoldersSpending", beatReplacesSpending},
+	{"AHolderThatLeavesIsCountedOutAtOnce", holderLeaves},
+	{"BadBeatsAreRefused", badBeats},
 }
 
-func names(hs []ledger.Holder) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = h.Name
-	}
-	return out
-}
-
-// alive names the holders alive at now.
-func alive(hs []ledger.Holder, now time.Time) []string {
-	var out []string
-	for _, h := range hs {
-		if h.Alive(now) {
-			out = append(out, h.Name)
-		}
-	}
-	return out
-}
-
-var _ = add("HoldersSeeEachOtherUntilTheirBeatLapses", func(t *testing.T, l ledger.Ledger) {
+func holdersSeeEachOther(t *testing.T, l ledger.Ledger) {
 	beat(t, l, "replica-b", t0, map[string]int{"acme/plane": 4})
 	beat(t, l, "replica-c", t0.Add(10*time.Second), nil)
 	now := t0.Add(20 * time.Second)
@@ -72,9 +51,9 @@ var _ = add("HoldersSeeEachOtherUntilTheirBeatLapses", func(t *testing.T, l ledg
 	if got := alive(hs, now.Add(time.Second)); !slices.Equal(got, []string{"replica-a", "replica-b", "replica-c"}) {
 		t.Fatalf("live holders after b beat again %v", got)
 	}
-})
+}
 
-var _ = add("ABeatReplacesTheHoldersSpending", func(t *testing.T, l ledger.Ledger) {
+func beatReplacesSpending(t *testing.T, l ledger.Ledger) {
 	beat(t, l, "replica-a", t0, map[string]int{"acme/plane": 3, "beta/vikunja": 1})
 	hs := beat(t, l, "replica-b", t0.Add(time.Second), nil)
 	if len(hs) != 2 || hs[0].Spent["acme/plane"] != 3 || hs[0].Spent["beta/vikunja"] != 1 || len(hs[1].Spent) != 0 {
@@ -85,9 +64,9 @@ var _ = add("ABeatReplacesTheHoldersSpending", func(t *testing.T, l ledger.Ledge
 	if len(hs[0].Spent) != 1 || hs[0].Spent["acme/plane"] != 9 {
 		t.Fatalf("replica-a's spending after its second beat %+v", hs[0].Spent)
 	}
-})
+}
 
-var _ = add("AHolderThatLeavesIsCountedOutAtOnce", func(t *testing.T, l ledger.Ledger) {
+func holderLeaves(t *testing.T, l ledger.Ledger) {
 	beat(t, l, "replica-a", t0, nil)
 	beat(t, l, "replica-b", t0, map[string]int{"acme/plane": 5})
 	mustNil(t, l.Leave(t.Context(), "replica-b", t0.Add(time.Second)))
@@ -107,9 +86,9 @@ var _ = add("AHolderThatLeavesIsCountedOutAtOnce", func(t *testing.T, l ledger.L
 	if got := names(hs); !slices.Equal(got, []string{"replica-a"}) {
 		t.Fatalf("holders a minute after b left %v", got)
 	}
-})
+}
 
-var _ = add("BadBeatsAreRefused", func(t *testing.T, l ledger.Ledger) {
+func badBeats(t *testing.T, l ledger.Ledger) {
 	for _, p := range []ledger.BeatParams{
 		{Holder: "", Now: t0, TTL: time.Second},
 		{Holder: "a\x00b", Now: t0, TTL: time.Second},
@@ -125,4 +104,32 @@ var _ = add("BadBeatsAreRefused", func(t *testing.T, l ledger.Ledger) {
 	if _, err := l.Beat(ctx, ledger.BeatParams{Holder: "a", Now: t0, TTL: time.Second}); err == nil {
 		t.Fatal("a beat on a cancelled context succeeded")
 	}
-})
+}
+
+func beat(t *testing.T, l ledger.Ledger, holder string, now time.Time, spent map[string]int) []ledger.Holder {
+	t.Helper()
+	hs, err := l.Beat(t.Context(), ledger.BeatParams{Holder: holder, Now: now, TTL: 30 * time.Second, Spent: spent})
+	if err != nil {
+		t.Fatalf("Beat(%s): %v", holder, err)
+	}
+	return hs
+}
+
+func names(hs []ledger.Holder) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Name
+	}
+	return out
+}
+
+// alive names the holders alive at now.
+func alive(hs []ledger.Holder, now time.Time) []string {
+	var out []string
+	for _, h := range hs {
+		if h.Alive(now) {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}

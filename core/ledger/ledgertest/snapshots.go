@@ -1,0 +1,109 @@
+package ledgertest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayr-go/relayr/core/ledger"
+)
+
+// snapshotCases are the rules of the snapshots the tracker followers diff
+// against (ADR-0036).
+var snapshotCases = []testCase{
+	{"SnapshotIsSavedAndRead", snapshotSaved},
+	{"SnapshotIsReplaced", snapshotReplaced},
+	{"SnapshotIsDeleted", snapshotDeleted},
+	{"SnapshotIDsListsAWorkspaceInByteOrder", snapshotIDsInOrder},
+	{"SnapshotIDsWalksALargeWorkspaceAndLetsFnCallTheLedger", snapshotIDsLarge},
+}
+
+func snapshotSaved(t *testing.T, l ledger.Ledger) {
+	want := snap("ops", "item-1", 1)
+	mustNil(t, l.SaveSnapshots(t.Context(), []ledger.SnapshotRow{want, snap("ops", "item-2", 2)}))
+	got, err := l.Snapshot(t.Context(), "acme", "ops", "item-1")
+	mustNil(t, err)
+	if !sameSnapshot(got, want) {
+		t.Fatalf("snapshot %+v, want %+v", got, want)
+	}
+	_, err = l.Snapshot(t.Context(), "acme", "ops", "item-3")
+	mustIs(t, err, ledger.ErrNotFound)
+	_, err = l.Snapshot(t.Context(), "globex", "ops", "item-1")
+	mustIs(t, err, ledger.ErrNotFound)
+	mustNil(t, l.SaveSnapshots(t.Context(), nil))
+}
+
+func snapshotReplaced(t *testing.T, l ledger.Ledger) {
+	mustNil(t, l.SaveSnapshots(t.Context(), []ledger.SnapshotRow{snap("ops", "item-1", 1)}))
+	want := snap("ops", "item-1", 7)
+	want.CommentsUntil = time.Time{}
+	mustNil(t, l.SaveSnapshots(t.Context(), []ledger.SnapshotRow{want}))
+	got, err := l.Snapshot(t.Context(), "acme", "ops", "item-1")
+	mustNil(t, err)
+	if !sameSnapshot(got, want) || !got.CommentsUntil.IsZero() {
+		t.Fatalf("snapshot %+v, want %+v", got, want)
+	}
+}
+
+func snapshotDeleted(t *testing.T, l ledger.Ledger) {
+	mustNil(t, l.SaveSnapshots(t.Context(), []ledger.SnapshotRow{snap("ops", "item-1", 1), snap("ops", "item-2", 2)}))
+	mustNil(t, l.DeleteSnapshot(t.Context(), "acme", "ops", "item-1"))
+	_, err := l.Snapshot(t.Context(), "acme", "ops", "item-1")
+	mustIs(t, err, ledger.ErrNotFound)
+	_, err = l.Snapshot(t.Context(), "acme", "ops", "item-2")
+	mustNil(t, err)
+	mustNil(t, l.DeleteSnapshot(t.Context(), "acme", "ops", "item-1"))
+}
+
+func snapshotIDsInOrder(t *testing.T, l ledger.Ledger) {
+	rows := []ledger.SnapshotRow{snap("ops", "b", 1), snap("ops", "a", 2), snap("ops", "B", 3), snap("ops", "é", 4), snap("ops", "a1", 5), snap("other", "c", 6)}
+	mustNil(t, l.SaveSnapshots(t.Context(), rows))
+	if got, want := strings.Join(snapshotIDs(t, l, "ops", 0), ","), "B,a,a1,b,é"; got != want {
+		t.Fatalf("ids %s, want %s", got, want)
+	}
+	if got := snapshotIDs(t, l, "ops", 2); len(got) != 2 {
+		t.Fatalf("walk went on after fn said stop: %v", got)
+	}
+	if got := snapshotIDs(t, l, "empty", 0); len(got) != 0 {
+		t.Fatalf("empty workspace listed %v", got)
+	}
+}
+
+func snapshotIDsLarge(t *testing.T, l ledger.Ledger) {
+	const n = 1234
+	rows := make([]ledger.SnapshotRow, n)
+	for i := range rows {
+		rows[i] = snap("ops", fmt.Sprintf("item-%05d", i), i)
+	}
+	mustNil(t, l.SaveSnapshots(t.Context(), rows))
+	count := 0
+	err := l.SnapshotIDs(t.Context(), "acme", "ops", func(id string) bool {
+		if want := fmt.Sprintf("item-%05d", count); id != want {
+			t.Fatalf("id %s at %d, want %s", id, count, want)
+		}
+		count++
+		if count%400 == 0 {
+			// The follower deletes removed items while it walks.
+			if err := l.DeleteSnapshot(t.Context(), "acme", "ops", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return true
+	})
+	mustNil(t, err)
+	if count != n {
+		t.Fatalf("walked %d ids, want %d", count, n)
+	}
+}
+
+func snapshotIDs(t *testing.T, l ledger.Ledger, ws string, stopAfter int) []string {
+	t.Helper()
+	var ids []string
+	err := l.SnapshotIDs(t.Context(), "acme", ws, func(id string) bool {
+		ids = append(ids, id)
+		return stopAfter == 0 || len(ids) < stopAfter
+	})
+	mustNil(t, err)
+	return ids
+}
