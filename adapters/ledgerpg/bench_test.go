@@ -35,46 +35,24 @@ func BenchmarkFiling(b *testing.B) {
 // BenchmarkFloor is two bare durable single-row commits on the same server,
 // the least any durable claim and record can cost.
 func BenchmarkFloor(b *testing.B) {
-	floor := newFloor(b, 8)
-	for _, p := range []int{1, 8} {
-		b.Run(fmt.Sprintf("Postgres/p%d", p), func(b *testing.B) { floor(b, p) })
-	}
-}
-
-// newFloor makes the floor's table on a store of its own and answers the
-// floor's run over parallelism goroutines.
-func newFloor(b *testing.B, conns int) func(b *testing.B, parallelism int) {
-	s := newStore(b, false, poolFor(conns))
+	s := newStore(b, false, poolFor(8))
 	table := pgx.Identifier{s.schema, "bench_floor"}.Sanitize()
 	if _, err := s.pool.Exec(b.Context(), `CREATE TABLE `+table+` (n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, k text NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	insert := `INSERT INTO ` + table + ` (k) VALUES ($1)`
-	return func(b *testing.B, parallelism int) {
-		ledgertest.Parallel(b, parallelism, func(i int64) error {
-			for range 2 {
-				if _, err := s.pool.Exec(b.Context(), insert, fmt.Sprint(i)); err != nil {
-					return err
+	for _, p := range []int{1, 8} {
+		b.Run(fmt.Sprintf("Postgres/p%d", p), func(b *testing.B) {
+			insert := `INSERT INTO ` + table + ` (k) VALUES ($1)`
+			ledgertest.Parallel(b, p, func(i int64) error {
+				for range 2 {
+					if _, err := s.pool.Exec(b.Context(), insert, fmt.Sprint(i)); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 	}
-}
-
-// BenchmarkWide is a filing and the floor with sixteen filers, where the
-// claims (and the records) that arrive together share one commit.
-func BenchmarkWide(b *testing.B) {
-	const p = 16
-	floor := newFloor(b, p)
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
-		s := newStore(b, run.rls, poolFor(p))
-		b.Run(fmt.Sprintf("Filing/%s/p%d", run.name, p), func(b *testing.B) { ledgertest.Filings(b, s, p) })
-	}
-	b.Run(fmt.Sprintf("Floor/Postgres/p%d", p), func(b *testing.B) { floor(b, p) })
 }
 
 // BenchmarkBeat is one replica's heartbeat, what spreading the leases and

@@ -21,10 +21,7 @@
 //
 // Claim and Record are one statement and one round trip each (an upsert or
 // update with RETURNING), so a filing costs about what two bare durable
-// commits cost. Claims that arrive while one is being committed share the
-// next commit, one statement for all of them, and so do records (group):
-// each caller is answered after its own row is durable, and no call waits
-// on a timer. CountWrite locks the item's counter row, so the cap holds
+// commits cost. CountWrite locks the item's counter row, so the cap holds
 // across replicas. The schema's migrations are embedded (migration/) and
 // applied by Migrate under an advisory lock. It passes the same contract
 // suites as memory and SQLite (ledgertest, eventlogtest).
@@ -111,14 +108,6 @@ func New(pool *pgxpool.Pool, o Options) *Ledger {
 		schema = DefaultSchema
 	}
 	d := &driver{pool: pool, rls: o.RLS, schema: schema, q: newQueries(pgx.Identifier{schema}.Sanitize())}
-	d.claims = &group[claimReq, claimResult]{
-		apart: func(a, b claimReq) bool { return a.p.Key == b.p.Key },
-		one:   d.takeClaim, many: d.takeClaims, depth: groupDepth,
-	}
-	d.records = &group[recordReq, claimResult]{
-		apart: func(a, b recordReq) bool { return a.p.Key == b.p.Key },
-		one:   d.recordClaim, many: d.recordClaims, depth: groupDepth,
-	}
 	return &Ledger{Store: ledger.NewStore(d), d: d}
 }
 
@@ -134,9 +123,6 @@ type driver struct {
 	rls    bool
 	schema string
 	q      queries
-	// Claims and records arriving together share a commit (group).
-	claims  *group[claimReq, claimResult]
-	records *group[recordReq, claimResult]
 }
 
 // Name implements ledger.Driver.
@@ -362,56 +348,35 @@ func (d *driver) claimRow(ctx context.Context, tenant, sql string, args []any, e
 }
 
 // TakeClaim implements ledger.Driver: one upsert takes a new key or retakes
-// a lapsed one (ADR-0033), in a commit shared with the claims that arrive
-// with it (group); only when it takes nothing is the row read as it stands.
+// a lapsed one (ADR-0033); only when it takes nothing is the row read as
+// it stands.
 func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
-	r, err := d.claims.do(ctx, claimReq{p: p, nonce: nonce})
+	var inserted bool
+	c, err := d.claimRow(ctx, p.Tenant, d.q.claim,
+		[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, nonce, ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
+		&inserted)
 	switch {
-	case err != nil:
+	case err == nil && inserted:
+		return c, ledger.Fresh, nil
+	case err == nil:
+		return c, ledger.Retaken, nil
+	case !errors.Is(err, ledger.ErrNotFound):
 		return ledger.Claim{}, 0, err
-	case r.taken && r.inserted:
-		return r.c, ledger.Fresh, nil
-	case r.taken:
-		return r.c, ledger.Retaken, nil
 	}
-	c, err := d.LookupClaim(ctx, p.Key)
+	c, err = d.LookupClaim(ctx, p.Key)
 	return c, 0, err
 }
 
-// takeClaim is one claim alone.
-func (d *driver) takeClaim(ctx context.Context, r claimReq) (claimResult, error) {
-	p := r.p
-	var inserted bool
-	c, err := d.claimRow(ctx, p.Tenant, d.q.claim,
-		[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, r.nonce, ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
-		&inserted)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return claimResult{}, nil
-	}
-	return claimResult{c: c, taken: err == nil, inserted: inserted}, err
-}
-
 // RecordClaim implements ledger.Driver: one update records, conditioned on
-// the nonce, in a commit shared with the records that arrive with it
-// (group); only when it records nothing is the row read.
+// the nonce; only when it records nothing is the row read.
 func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
-	r, err := d.records.do(ctx, recordReq{p: p, nonce: nonce})
-	if err != nil || r.taken {
-		return r.c, r.taken, err
-	}
-	c, err := d.LookupClaim(ctx, p.Key)
-	return c, false, err
-}
-
-// recordClaim is one record alone.
-func (d *driver) recordClaim(ctx context.Context, r recordReq) (claimResult, error) {
-	p := r.p
 	c, err := d.claimRow(ctx, p.Tenant, d.q.record,
-		append(keyArgs(p.Key), p.Nonce, r.nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key))
-	if errors.Is(err, ledger.ErrNotFound) {
-		return claimResult{}, nil
+		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key))
+	if !errors.Is(err, ledger.ErrNotFound) {
+		return c, err == nil, err
 	}
-	return claimResult{c: c, taken: err == nil}, err
+	c, err = d.LookupClaim(ctx, p.Key)
+	return c, false, err
 }
 
 // ReleaseClaim implements ledger.Driver.

@@ -40,7 +40,7 @@ func (d *driver) LatestEvents(ctx context.Context, q ledger.EventQuery) ([]event
 	return out, err
 }
 
-func (d *driver) claimList(ctx context.Context, sql, tenant string, rows int) ([]ledger.Claim, error) {
+func (d *driver) claims(ctx context.Context, sql, tenant string, rows int) ([]ledger.Claim, error) {
 	var out []ledger.Claim
 	err := d.query(ctx, d.pool, tenant, sql, []any{tenant, rows}, func(rs pgx.Rows) error {
 		for rs.Next() {
@@ -61,12 +61,12 @@ func (d *driver) claimList(ctx context.Context, sql, tenant string, rows int) ([
 
 // Unrecorded implements ledger.Driver.
 func (d *driver) Unrecorded(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return d.claimList(ctx, d.q.unrecorded, tenant, rows)
+	return d.claims(ctx, d.q.unrecorded, tenant, rows)
 }
 
 // DeletedKeys implements ledger.Driver.
 func (d *driver) DeletedKeys(ctx context.Context, tenant string, rows int) ([]ledger.Claim, error) {
-	return d.claimList(ctx, d.q.deletedKeys, tenant, rows)
+	return d.claims(ctx, d.q.deletedKeys, tenant, rows)
 }
 
 // AtCap implements ledger.Driver.

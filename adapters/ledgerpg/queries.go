@@ -9,7 +9,7 @@ type queries struct {
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
 	followed, ping, appendEvent, readEvents, headEvent      string
 	latestEvents, unrecorded, deletedKeys, atCap            string
-	beat, leave, lockLog, claimMany, recordMany             string
+	beat, leave, lockLog                                    string
 	tracker, log                                            followerQueries
 }
 
@@ -22,15 +22,6 @@ type followerQueries struct {
 
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
-
-// qualified prefixes each of columns with alias.
-func qualified(alias, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
 
 const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
 
@@ -53,26 +44,6 @@ func newQueries(schema string) queries {
 				item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
 			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
 			RETURNING ` + claimColumns),
-		// A group commit's claims (group) in one statement: each row as
-		// claim takes it, against its own cutoff.
-		claimMany: s(`WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-					$6::timestamptz[], $7::text[], $8::timestamptz[])
-				AS r (tenant, workspace, kind, key, nonce, claimed_at, correlation, cutoff))
-			INSERT INTO {s}.relayr_tracker_items AS t (tenant, workspace, kind, key, nonce, claimed_at, correlation)
-			SELECT tenant, workspace, kind, key, nonce, claimed_at, correlation FROM r
-			ON CONFLICT (tenant, workspace, kind, key) DO UPDATE SET nonce = excluded.nonce, claimed_at = excluded.claimed_at
-			WHERE NOT t.recorded AND NOT t.deleted AND t.claimed_at < (SELECT r.cutoff FROM r
-				WHERE r.tenant = t.tenant AND r.workspace = t.workspace AND r.kind = t.kind AND r.key = t.key)
-			RETURNING ` + claimColumns + `, (xmax = 0)`),
-		// A group commit's records in one statement, each as record.
-		recordMany: s(`UPDATE {s}.relayr_tracker_items AS t SET recorded = true, nonce = r.new_nonce, recorded_at = r.at,
-				item_id = r.item_id, item_number = r.item_number, item_name = r.item_name, item_link = r.item_link, item_key = r.item_key
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
-					$8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[])
-				AS r (tenant, workspace, kind, key, nonce, new_nonce, at, item_id, item_number, item_name, item_link, item_key)
-			WHERE t.tenant = r.tenant AND t.workspace = r.workspace AND t.kind = r.kind AND t.key = r.key
-				AND t.nonce = r.nonce AND NOT t.recorded
-			RETURNING ` + qualified("t", claimColumns)),
 		release: s(`DELETE FROM {s}.relayr_tracker_items
 			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded AND NOT deleted
 			RETURNING true`),
