@@ -21,9 +21,7 @@
 //
 // Claim and Record are one statement and one round trip each (an upsert or
 // update with RETURNING), so a filing costs about what two bare durable
-// commits cost: the record changes no indexed column, so its update stays
-// on the row's page, and the item id LookupItem finds a key by is written
-// to a table of its own in the same statement. CountWrite locks the item's counter row, so the cap holds
+// commits cost. CountWrite locks the item's counter row, so the cap holds
 // across replicas. The schema's migrations are embedded (migration/) and
 // applied by Migrate under an advisory lock. It passes the same contract
 // suites as memory and SQLite (ledgertest, eventlogtest).

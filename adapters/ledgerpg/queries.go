@@ -23,26 +23,15 @@ type followerQueries struct {
 const claimColumns = `tenant, workspace, kind, key, nonce, claimed_at, correlation, recorded,
 	item_id, item_number, item_name, item_link, item_key, recorded_at, deleted, recorded_values`
 
-// qualified prefixes each of columns with alias.
-func qualified(alias, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
-
 const keyWhere = `tenant = $1 AND workspace = $2 AND kind = $3 AND key = $4`
 
 func newQueries(schema string) queries {
 	s := func(sql string) string { return strings.ReplaceAll(sql, "{s}", schema) }
 	return queries{
 		lookup: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items WHERE ` + keyWhere),
-		// The item's keys are read through relayr_tracker_item_ids (006).
-		lookupItem: s(`SELECT ` + qualified("t", claimColumns) + ` FROM {s}.relayr_tracker_item_ids i
-			JOIN {s}.relayr_tracker_items t ON t.tenant = i.tenant AND t.workspace = i.workspace AND t.kind = 'item' AND t.key = i.key
-			WHERE i.tenant = $1 AND i.workspace = $2 AND i.item_id = $3 AND t.recorded AND t.item_id = i.item_id
-			ORDER BY i.key LIMIT 1`),
+		lookupItem: s(`SELECT ` + claimColumns + ` FROM {s}.relayr_tracker_items
+			WHERE tenant = $1 AND workspace = $2 AND item_id = $3 AND recorded AND kind = 'item'
+			ORDER BY key LIMIT 1`),
 		// A new key is inserted (xmax = 0); an unrecorded, undeleted claim
 		// older than the cutoff is taken again; any other row answers no
 		// row and is read as it stands.
@@ -51,17 +40,10 @@ func newQueries(schema string) queries {
 			ON CONFLICT (tenant, workspace, kind, key) DO UPDATE SET nonce = excluded.nonce, claimed_at = excluded.claimed_at
 			WHERE NOT t.recorded AND NOT t.deleted AND t.claimed_at < $8
 			RETURNING ` + claimColumns + `, (xmax = 0)`),
-		// The record changes no indexed column, so it stays on the row's
-		// page (006); an item's id goes to relayr_tracker_item_ids in the
-		// same statement.
-		record: s(`WITH r AS (UPDATE {s}.relayr_tracker_items SET recorded = true, nonce = $6, recorded_at = $7,
-					item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
-				WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
-				RETURNING ` + claimColumns + `),
-			ids AS (INSERT INTO {s}.relayr_tracker_item_ids (tenant, workspace, item_id, key)
-				SELECT tenant, workspace, item_id, key FROM r WHERE kind = 'item'
-				ON CONFLICT DO NOTHING)
-			SELECT ` + claimColumns + ` FROM r`),
+		record: s(`UPDATE {s}.relayr_tracker_items SET recorded = true, nonce = $6, recorded_at = $7,
+				item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
+			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
+			RETURNING ` + claimColumns),
 		release: s(`DELETE FROM {s}.relayr_tracker_items
 			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded AND NOT deleted
 			RETURNING true`),
