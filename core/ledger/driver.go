@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"time"
 
 	"github.com/relayr-go/relayr/core/eventlog"
 )
@@ -36,9 +35,13 @@ type Driver interface {
 	ClaimDriver
 	SnapshotDriver
 	FollowerDriver
-	OperatorDriver
-	LogDriver
+	// The operator's reads, the heartbeat and the event log are the
+	// ports' own methods: Store checks their inputs and maps their
+	// errors, and a driver answers them as the ports say (an append of an
+	// id once, atomically across replicas; a dead letter resolved once).
+	Operator
 	Holders
+	eventlog.Log
 }
 
 // ClaimDriver keeps the claims (relayr_tracker_items) and the writes the
@@ -129,36 +132,4 @@ type FollowerDriver interface {
 	// Followed lists every log follower with a row, across tenants, by
 	// tenant, workspace and name.
 	Followed(ctx context.Context) ([]Follower, error)
-}
-
-// OperatorDriver answers the operator's reads (Operator) and records a
-// dead letter's resolution.
-type OperatorDriver interface {
-	// LatestEvents answers a workspace's latest events, newest first.
-	LatestEvents(ctx context.Context, q EventQuery) ([]eventlog.Event, error)
-	// Unrecorded answers the tenant's unrecorded, undeleted claims, oldest
-	// claim first.
-	Unrecorded(ctx context.Context, tenant string, rows int) ([]Claim, error)
-	// DeletedKeys answers the tenant's deleted keys by workspace, kind and
-	// key.
-	DeletedKeys(ctx context.Context, tenant string, rows int) ([]Claim, error)
-	// AtCap answers the items with q.Limit writes after q.Now-q.Window, by
-	// workspace and item id.
-	AtCap(ctx context.Context, q CapQuery) ([]CapItem, error)
-	// ResolveDeadLetter sets the dead letter's resolution when it has
-	// none, answering it and true; otherwise it answers it as it stands
-	// and false, or ErrNotFound.
-	ResolveDeadLetter(ctx context.Context, f Follower, id string, r Resolution, now time.Time) (DeadLetter, bool, error)
-}
-
-// LogDriver keeps the event log (eventlog.Log).
-type LogDriver interface {
-	// Append appends the event after its workspace's last unless its id
-	// is in the workspace's log, answering the id's sequence number and
-	// whether it appended, atomically across replicas.
-	Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error)
-	// Head answers the workspace's last sequence number, 0 for none.
-	Head(ctx context.Context, tenant, workspace string) (int64, error)
-	// Read answers up to limit (at least 1) events after afterSeq.
-	Read(ctx context.Context, tenant, workspace string, afterSeq int64, limit int) ([]eventlog.Event, error)
 }
