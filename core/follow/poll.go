@@ -351,6 +351,9 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 		var pg tracker.Page
 		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
 			r.with(tr)
+			// What relayr wrote and the tracker answered before this
+			// request is sent, the page shows, or a later value.
+			r.sentAt = f.fs.clock.Now()
 			var err error
 			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
 			return err
@@ -400,6 +403,9 @@ type reader struct {
 	scope     Scope
 	announced bool
 	sweep     *sweep
+	// sentAt is when the request for the page being read was sent
+	// (SupersedePending's before).
+	sentAt time.Time
 }
 
 // with notes the tracker a request used, for the scope of what it
@@ -411,10 +417,14 @@ func (r *reader) with(tr tracker.Tracker) {
 
 // consumption is the echoes one item's read consumes: by field, the value
 // read back, which is cleared only if still the one recorded (an edit
-// recorded since the read keeps its value).
+// recorded since the read keeps its value); and the fields it read a
+// person's value of, whose values relayr wrote and the tracker answered
+// before the page's request was sent are superseded (ledger.SupersedePending).
 type consumption struct {
-	key    ledger.Key
-	values map[string]string
+	key       ledger.Key
+	values    map[string]string
+	supersede []string
+	before    time.Time
 }
 
 // page reads one page's items: each is compared with its snapshot and
@@ -465,8 +475,15 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 	// would publish relayr's own writes after a crash between the two
 	// (ADR-0036's consequences).
 	for _, c := range consumed {
-		if err := l.ConsumeValues(ctx, c.key, c.values); err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			return err
+		if len(c.values) > 0 {
+			if err := l.ConsumeValues(ctx, c.key, c.values); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				return err
+			}
+		}
+		if len(c.supersede) > 0 {
+			if err := l.SupersedeValues(ctx, c.key, c.supersede, c.before); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				return err
+			}
 		}
 	}
 	if last == nil {
@@ -598,6 +615,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	now := fs.clock.Now()
 	var events []eventlog.Event
 	consume := map[string]string{}
+	var supersede []string
 	relayrs := false // one of relayr's values is among the changes read
 	next := snapshot{Item: it, Settled: now.Sub(it.UpdatedAt) >= fs.opts.SettleAfter}
 
@@ -608,6 +626,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		for _, field := range Fields {
 			if v, ok := echo(r.tr, field, values[field], ledger.Canonical(field, it)); ok {
 				consume[field] = v
+			} else if values[field] != "" {
+				supersede = append(supersede, field)
 			}
 		}
 		since := r.f.b.Since
@@ -639,6 +659,11 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 					fs.m.Add(metrics.Echoes, 1, r.labels())
 				}
 				continue
+			}
+			if values[field] != "" {
+				// A person's value, not one relayr wrote: what relayr
+				// wrote before it was read, it overwrote.
+				supersede = append(supersede, field)
 			}
 			if old != cur {
 				changed = append(changed, field)
@@ -684,9 +709,12 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: it.Ref.ID, Item: raw,
 		UpdatedAt: it.UpdatedAt, CommentsUntil: next.CommentsUntil,
 	}
+	if r.sentAt.IsZero() {
+		supersede = nil // read by a request of unknown time
+	}
 	var use *consumption
-	if len(consume) > 0 && row != nil {
-		use = &consumption{key: row.Key, values: consume}
+	if (len(consume) > 0 || len(supersede) > 0) && row != nil {
+		use = &consumption{key: row.Key, values: consume, supersede: supersede, before: r.sentAt}
 	}
 	return out, use, nil
 }

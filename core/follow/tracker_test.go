@@ -38,6 +38,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"PublishesOneEventPerChangedField", oneEventPerField},
 		{"PublishesEachNewCommentOnce", commentsOnce},
 		{"EchoIsDroppedAndConsumed", echoDroppedAndConsumed},
+		{"APersonsValueReadBackSupersedesRelayrsOverwrittenValue", personOverwritesBeforeARead},
 		{"FirstReadConsumesEchoes", firstReadConsumesEchoes},
 		{"AnEditReadBackWhileTheNextIsOnItsWayIsAnEcho", echoWhileNextEditOnItsWay},
 		{"ADescriptionTheTrackerRewroteIsAnEchoByItsAnswer", rewrittenDescriptionEcho},
@@ -182,8 +183,8 @@ func echoDroppedAndConsumed(t *testing.T) {
 	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
 		t.Fatal(err)
 	}
-	if v := e.row("k1").Values[tracker.FieldTitle]; v != `"R1"` {
-		t.Fatalf("recorded title %s, want \"R1\"", v)
+	if v := ledger.Pending(e.row("k1").Values[tracker.FieldTitle]); len(v) != 1 || v[0] != `"R1"` {
+		t.Fatalf("recorded title %q, want \"R1\"", v)
 	}
 	e.poll()
 	e.wantEvents(0)
@@ -203,6 +204,51 @@ func echoDroppedAndConsumed(t *testing.T) {
 	evs := e.wantEvents(2)
 	if d := e.data(evs[1]); string(d.New) != `"R1"` {
 		t.Fatalf("second change %s, want the person's R1", evs[1].Data)
+	}
+}
+
+// A person overwrites relayr's values before any poll reads them back, a
+// title renamed and a state undone: the read that finds the person's values
+// drops relayr's, whose edit was answered before the read was sent, so the
+// person setting relayr's values again later is published, not dropped as
+// echoes (ADR-0036: "kept, it would drop a person's later change to it").
+func personOverwritesBeforeARead(t *testing.T) {
+	e := newEnv(t)
+	it := e.ensure("k1", tracker.Draft{Title: "T0"})
+	e.start()
+	if err := e.update("k1", tracker.Patch{Title: ptr("X"), State: ptr(tracker.Done)}); err != nil {
+		t.Fatal(err)
+	}
+	e.after(time.Second)
+	if err := e.fake.Retitle(ctx, it.Ref.ID, "Y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.SetState(it.Ref.ID, tracker.Backlog); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); string(d.New) != `"Y"` {
+		t.Fatalf("first change %s, want the person's Y", evs[0].Data)
+	}
+	if v := e.row("k1").Values; len(v) != 0 {
+		t.Fatalf("values %q still recorded after a read found the person's, want relayr's superseded", v)
+	}
+	if err := e.fake.Retitle(ctx, it.Ref.ID, "X"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.SetState(it.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs = e.wantEvents(3)
+	got := map[string]string{}
+	for _, ev := range evs[1:] {
+		d := e.data(ev)
+		got[d.Field] = string(d.New)
+	}
+	if got[tracker.FieldTitle] != `"X"` || got[tracker.FieldState] != `"done"` {
+		t.Fatalf("the person's later changes %v, want title X and state done published", got)
 	}
 }
 

@@ -293,6 +293,16 @@ type Claims interface {
 	// value recorded since the read (a later edit, on its way) is kept, or
 	// its read-back would pass for a person's change.
 	ConsumeValues(ctx context.Context, k Key, values map[string]string) error
+	// LandValues marks a write's values landed at at, relayr's time of the
+	// tracker's answer (LandPending): the values it sent, then those the
+	// tracker answered it holds where they differ (recorded after the
+	// others). ErrNotFound on a key with no row.
+	LandValues(ctx context.Context, k Key, sent, held map[string]string, at time.Time) error
+	// SupersedeValues drops the fields' values whose writes landed before
+	// before (SupersedePending): the follower read a person's value for
+	// each field with a request it sent at before. ErrNotFound on a key
+	// with no row.
+	SupersedeValues(ctx context.Context, k Key, fields []string, before time.Time) error
 	// CountWrite counts a write to an item if fewer than Limit were counted
 	// within Window before Now (a write at w counts while Now-w < Window),
 	// and answers how many are counted with it;

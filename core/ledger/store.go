@@ -224,6 +224,30 @@ func (s *Store) ConsumeValues(ctx context.Context, k Key, values map[string]stri
 	return s.changeValues(ctx, k, values, func(vs map[string]string) { ConsumePending(vs, values) })
 }
 
+// LandValues implements Claims (LandPending).
+func (s *Store) LandValues(ctx context.Context, k Key, sent, held map[string]string, at time.Time) error {
+	if err := CheckValues(held); err != nil {
+		return err
+	}
+	return s.changeValues(ctx, k, sent, func(vs map[string]string) {
+		LandPending(vs, sent, at)
+		LandPending(vs, held, at)
+	})
+}
+
+// SupersedeValues implements Claims (SupersedePending).
+func (s *Store) SupersedeValues(ctx context.Context, k Key, fields []string, before time.Time) error {
+	for _, f := range fields {
+		if f == "" {
+			return fmt.Errorf("%w: a value needs a field", ErrInvalid)
+		}
+	}
+	if err := CheckText(fields...); err != nil {
+		return err
+	}
+	return s.changeValues(ctx, k, nil, func(vs map[string]string) { SupersedePending(vs, fields, before) })
+}
+
 // CountWrite implements Claims (ADR-0036: the loop cap, across replicas).
 func (s *Store) CountWrite(ctx context.Context, p WriteParams) (int, error) {
 	if err := checkWrite(p); err != nil {

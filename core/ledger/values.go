@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxPending is how many of relayr's values one field keeps while none has
@@ -10,24 +12,73 @@ import (
 const MaxPending = 8
 
 // A field's recorded values are kept oldest first, joined by newlines, which
-// canonical JSON never holds. Every store applies SetPending, RestorePending
-// and ConsumePending to a row's values in one transaction, so all of them
-// keep this rule alike.
-const pendingSep = "\n"
+// canonical JSON never holds. A value whose write the tracker answered is
+// marked landed: a tab, which canonical JSON never holds raw either, and
+// the time of the answer in Unix nanoseconds. Every store applies
+// SetPending, RestorePending, ConsumePending, LandPending and
+// SupersedePending to a row's values in one transaction (Store, through
+// Driver.ChangeValues), so all of them keep this rule alike.
+const (
+	pendingSep = "\n"
+	landedSep  = "\t"
+)
 
-// Pending splits a field's recorded values, oldest first.
-func Pending(recorded string) []string {
+// entry is one recorded value and when its write landed (zero while it
+// has not, or nobody knows).
+type entry struct {
+	value  string
+	landed time.Time
+}
+
+func entries(recorded string) []entry {
 	if recorded == "" {
 		return nil
 	}
-	return strings.Split(recorded, pendingSep)
+	list := strings.Split(recorded, pendingSep)
+	out := make([]entry, len(list))
+	for i, e := range list {
+		v, at, ok := strings.Cut(e, landedSep)
+		out[i].value = v
+		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
+			out[i].landed = time.Unix(0, n).UTC()
+		}
+	}
+	return out
+}
+
+func put(vs map[string]string, f string, list []entry) {
+	if len(list) == 0 {
+		delete(vs, f)
+		return
+	}
+	parts := make([]string, len(list))
+	for i, e := range list {
+		parts[i] = e.value
+		if !e.landed.IsZero() {
+			parts[i] += landedSep + strconv.FormatInt(e.landed.UnixNano(), 10)
+		}
+	}
+	vs[f] = strings.Join(parts, pendingSep)
+}
+
+// Pending splits a field's recorded values, oldest first.
+func Pending(recorded string) []string {
+	list := entries(recorded)
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = e.value
+	}
+	return out
 }
 
 // IsPending reports whether value is among a field's recorded values: read
 // back, it is relayr's own write, an echo (ADR-0036: echoes dropped by value).
 func IsPending(recorded, value string) bool {
-	for _, v := range Pending(recorded) {
-		if v == value {
+	for _, e := range entries(recorded) {
+		if e.value == value {
 			return true
 		}
 	}
@@ -35,14 +86,15 @@ func IsPending(recorded, value string) bool {
 }
 
 // CheckValues refuses a value that would break a field's list: one holding a
-// newline (canonical JSON holds none), besides what CheckText refuses.
+// newline or a tab (canonical JSON holds neither raw), besides what
+// CheckText refuses.
 func CheckValues(values map[string]string) error {
 	for f, v := range values {
 		if f == "" {
 			return fmt.Errorf("%w: a value needs a field", ErrInvalid)
 		}
-		if strings.Contains(v, pendingSep) {
-			return fmt.Errorf("%w: the value of %s holds a newline (values are canonical JSON)", ErrInvalid, f)
+		if strings.Contains(v, pendingSep) || strings.Contains(v, landedSep) {
+			return fmt.Errorf("%w: the value of %s holds a newline or a tab (values are canonical JSON)", ErrInvalid, f)
 		}
 		if err := CheckText(f, v); err != nil {
 			return err
@@ -57,18 +109,18 @@ func CheckValues(values map[string]string) error {
 func SetPending(vs, values map[string]string) (previous map[string]string) {
 	previous = map[string]string{}
 	for f, v := range values {
-		list := Pending(vs[f])
+		list := entries(vs[f])
 		if n := len(list); n > 0 {
-			previous[f] = list[n-1]
-			if list[n-1] == v {
+			previous[f] = list[n-1].value
+			if list[n-1].value == v {
 				continue
 			}
 		}
-		list = append(list, v)
+		list = append(list, entry{value: v})
 		if len(list) > MaxPending {
 			list = list[len(list)-MaxPending:]
 		}
-		vs[f] = strings.Join(list, pendingSep)
+		put(vs, f, list)
 	}
 	return previous
 }
@@ -78,9 +130,9 @@ func SetPending(vs, values map[string]string) (previous map[string]string) {
 // (ADR-0033: a refused edit puts back the value recorded before it).
 func RestorePending(vs, refused map[string]string) {
 	for f, v := range refused {
-		list := Pending(vs[f])
+		list := entries(vs[f])
 		for i := len(list) - 1; i >= 0; i-- {
-			if list[i] == v {
+			if list[i].value == v {
 				list = append(list[:i], list[i+1:]...)
 				break
 			}
@@ -95,9 +147,9 @@ func RestorePending(vs, refused map[string]string) {
 // read back would pass for a person's change.
 func ConsumePending(vs, values map[string]string) {
 	for f, v := range values {
-		list := Pending(vs[f])
+		list := entries(vs[f])
 		for i := len(list) - 1; i >= 0; i-- {
-			if list[i] == v {
+			if list[i].value == v {
 				put(vs, f, list[i+1:])
 				break
 			}
@@ -105,20 +157,55 @@ func ConsumePending(vs, values map[string]string) {
 	}
 }
 
-func put(vs map[string]string, f string, list []string) {
-	if len(list) == 0 {
-		delete(vs, f)
-		return
+// LandPending marks the values of a write the tracker answered as landed
+// at at: the newest of each field's recorded values equal to it, or, for a
+// value the write did not record (the tracker answered it holds another:
+// Plane trims a title), the value recorded after the others.
+func LandPending(vs, values map[string]string, at time.Time) {
+	for f, v := range values {
+		list := entries(vs[f])
+		i := len(list) - 1
+		for i >= 0 && list[i].value != v {
+			i--
+		}
+		if i < 0 {
+			list = append(list, entry{value: v})
+			if len(list) > MaxPending {
+				list = list[len(list)-MaxPending:]
+			}
+			i = len(list) - 1
+		}
+		list[i].landed = at
+		put(vs, f, list)
 	}
-	vs[f] = strings.Join(list, pendingSep)
+}
+
+// SupersedePending drops the fields' values whose writes landed before
+// before: the follower read a person's value for the field with a request
+// sent after those writes were answered, so the tracker holds a later value
+// than theirs and they will never be read back. Kept, one would drop a
+// person's later change to it as an echo (ADR-0036: "kept, it would drop a
+// person's later change to it"). A value not known to have landed, or
+// landed since, may still be read back and stays.
+func SupersedePending(vs map[string]string, fields []string, before time.Time) {
+	for _, f := range fields {
+		list := entries(vs[f])
+		kept := list[:0]
+		for _, e := range list {
+			if e.landed.IsZero() || !e.landed.Before(before) {
+				kept = append(kept, e)
+			}
+		}
+		put(vs, f, kept)
+	}
 }
 
 // Last answers the value relayr set on a field last, of its recorded values
 // ("" when none is recorded).
 func Last(recorded string) string {
-	list := Pending(recorded)
+	list := entries(recorded)
 	if len(list) == 0 {
 		return ""
 	}
-	return list[len(list)-1]
+	return list[len(list)-1].value
 }

@@ -31,6 +31,23 @@ func (s session) recordHeld(ctx context.Context, k ledger.Key, recorded map[stri
 	return err
 }
 
+// recordLanded records, once an edit has landed, what recordHeld records,
+// and marks the edit's values landed at the writer's time of the answer:
+// a poll that reads a person's value with a request sent after it knows
+// the tracker holds a later value than relayr's, which will never be read
+// back, and drops it (ledger.SupersedePending), so the person setting it
+// again later is published (ADR-0036: "kept, it would drop a person's later
+// change to it").
+func (s session) recordLanded(ctx context.Context, k ledger.Key, sent map[string]string, got tracker.Item) error {
+	held := map[string]string{}
+	for field, predicted := range sent {
+		if v := ledger.Canonical(field, got); v != predicted {
+			held[field] = v
+		}
+	}
+	return s.w.ledger.LandValues(ctx, k, sent, held, s.w.clock.Now())
+}
+
 // answered is the tracker's answer's values of the fields a write set, in
 // canonical JSON: what relayr knows the tracker holds once the write
 // landed (certain.go).

@@ -121,8 +121,9 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		}
 		return tracker.Item{}, classify(err)
 	}
-	// What the tracker answered it holds is recorded beside the prediction.
-	if err := s.recordHeld(ctx, k, values, updated); err != nil {
+	// What the tracker answered it holds is recorded beside the
+	// prediction, and the edit's values are marked landed.
+	if err := s.recordLanded(ctx, k, values, updated); err != nil {
 		return tracker.Item{}, ledgerFailed(err)
 	}
 	w.land(ctx, k, row.Ref.ID, answered(values, updated))

@@ -1,8 +1,10 @@
 package ledgertest
 
 import (
+	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
 )
@@ -19,6 +21,8 @@ var valueCases = []testCase{
 	{"ConsumingALaterValueConsumesTheEarlierOnes", consumeLater},
 	{"AValueWithANewlineIsRefused", newlineValue},
 	{"ValuesOfAKeyWithoutARowAreNotFound", valuesWithoutRow},
+	{"AValueALaterReadSupersededLeavesTheField", supersedeLanded},
+	{"AValueNotLandedBeforeTheReadStays", supersedeKeepsUnlanded},
 }
 
 func setValues(t *testing.T, l ledger.Ledger) {
@@ -123,4 +127,49 @@ func valuesWithoutRow(t *testing.T, l ledger.Ledger) {
 	mustIs(t, err, ledger.ErrNotFound)
 	mustIs(t, l.RestoreValues(t.Context(), key("none"), map[string]string{"title": `"x"`}), ledger.ErrNotFound)
 	mustIs(t, l.ConsumeValues(t.Context(), key("none"), map[string]string{"title": `"x"`}), ledger.ErrNotFound)
+}
+
+// A person overwrote relayr's value before any poll read it: the read that
+// finds the person's value, sent after relayr's write was answered, drops
+// it, so the person setting it again later is published, not dropped as
+// an echo.
+func supersedeLanded(t *testing.T, l ledger.Ledger) {
+	claim(t, l, key("k"), "", t0)
+	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"X"`, "state": `"done"`})
+	mustNil(t, err)
+	mustNil(t, l.LandValues(t.Context(), key("k"), map[string]string{"title": `"X"`, "state": `"done"`}, map[string]string{"title": `"X "`}, t0.Add(time.Second)))
+	c := lookup(t, l, key("k"))
+	if got := ledger.Pending(c.Values["title"]); len(got) != 2 || got[0] != `"X"` || got[1] != `"X "` {
+		t.Fatalf("landed title values %q, want the sent value then the held one", got)
+	}
+	mustNil(t, l.SupersedeValues(t.Context(), key("k"), []string{"title"}, t0.Add(2*time.Second)))
+	c = lookup(t, l, key("k"))
+	if _, ok := c.Values["title"]; ok {
+		t.Fatalf("title values %q left after a later read superseded them", c.Values["title"])
+	}
+	if !ledger.IsPending(c.Values["state"], `"done"`) {
+		t.Fatalf("state values %q: a field the read did not supersede keeps its values", c.Values["state"])
+	}
+}
+
+// A value whose write was not answered before the read was sent (in
+// flight, or its answer lost), or was answered at or after it, may still
+// be read back: it stays.
+func supersedeKeepsUnlanded(t *testing.T, l ledger.Ledger) {
+	claim(t, l, key("k"), "", t0)
+	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"A"`})
+	mustNil(t, err)
+	mustNil(t, l.LandValues(t.Context(), key("k"), map[string]string{"title": `"A"`}, nil, t0.Add(3*time.Second)))
+	_, err = l.SetValues(t.Context(), key("k"), map[string]string{"title": `"B"`})
+	mustNil(t, err)
+	mustNil(t, l.SupersedeValues(t.Context(), key("k"), []string{"title"}, t0.Add(3*time.Second)))
+	if got := ledger.Pending(lookup(t, l, key("k")).Values["title"]); len(got) != 2 || got[0] != `"A"` || got[1] != `"B"` {
+		t.Fatalf("title values %q, want A (landed as the read was sent) and B (in flight) kept", got)
+	}
+	if err := l.SupersedeValues(t.Context(), key("none"), []string{"title"}, t0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("SupersedeValues of a key with no row: %v, want ErrNotFound", err)
+	}
+	if err := l.LandValues(t.Context(), key("none"), map[string]string{"title": `"A"`}, nil, t0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("LandValues of a key with no row: %v, want ErrNotFound", err)
+	}
 }
