@@ -80,9 +80,11 @@ type Claim struct {
 	Deleted bool
 	// Values are the values relayr set on the item and no read has
 	// consumed yet, by field, as the tracker holds them, in canonical JSON:
-	// a field's values oldest first (Pending splits them). The follower
+	// a field's values oldest first (Pending splits them), each an edit
+	// the tracker answered marked with when (LandPending). The follower
 	// drops a read-back field holding one of its values as an echo
-	// (IsPending), and consumes it.
+	// (IsPending), and consumes it; a person's value read back supersedes
+	// those landed before the read (SupersedePending).
 	Values map[string]string
 }
 
