@@ -9,10 +9,10 @@ import (
 )
 
 func TestCanonical(t *testing.T) {
-	it := tracker.Item{Title: "Disk <full>", Description: "line\nnext", State: tracker.Started, Labels: []string{"b", "a", "b"}}
+	it := tracker.Item{Title: "Disk <full>", Description: "line\nnext\tcol", State: tracker.Started, Labels: []string{"b", "a", "b"}}
 	want := map[string]string{
 		tracker.FieldTitle:       `"Disk \u003cfull\u003e"`,
-		tracker.FieldDescription: `"line\nnext"`,
+		tracker.FieldDescription: `"line\nnext\tcol"`,
 		tracker.FieldState:       `"started"`,
 		tracker.FieldLabels:      `["a","b"]`,
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -255,7 +256,7 @@ func changeValuesLosesNothing(t *testing.T, d ledger.Driver) {
 		}
 	}
 	var seen map[string]string
-	must(t, d.ChangeValues(ctx, k, func(vs map[string]string) { seen = maps(vs) }))
+	must(t, d.ChangeValues(ctx, k, func(vs map[string]string) { seen = maps.Clone(vs) }))
 	if len(seen) != n {
 		t.Fatalf("%d of %d concurrent changes kept: %v", len(seen), n, seen)
 	}
@@ -264,14 +265,6 @@ func changeValuesLosesNothing(t *testing.T, d ledger.Driver) {
 	if c.Values["f03"] != `"3"` {
 		t.Fatalf("the row reads values %v", c.Values)
 	}
-}
-
-func maps(vs map[string]string) map[string]string {
-	out := make(map[string]string, len(vs))
-	for k, v := range vs {
-		out[k] = v
-	}
-	return out
 }
 
 func changeCursorLosesNothing(t *testing.T, d ledger.Driver) {

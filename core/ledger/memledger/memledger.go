@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -425,24 +426,14 @@ func (l *driver) Followed(_ context.Context) ([]ledger.Follower, error) {
 	}
 	slices.SortFunc(out, func(a, b ledger.Follower) int {
 		if a.Tenant != b.Tenant {
-			return cmpString(a.Tenant, b.Tenant)
+			return strings.Compare(a.Tenant, b.Tenant)
 		}
 		if a.Workspace != b.Workspace {
-			return cmpString(a.Workspace, b.Workspace)
+			return strings.Compare(a.Workspace, b.Workspace)
 		}
-		return cmpString(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Ping implements ledger.Driver: memory always answers.
@@ -538,13 +529,13 @@ func (l *driver) claimsWhere(tenant string, rows int, keep func(*ledger.Claim) b
 }
 
 func byKey(a, b ledger.Claim) int {
-	if c := cmpString(a.Workspace, b.Workspace); c != 0 {
+	if c := strings.Compare(a.Workspace, b.Workspace); c != 0 {
 		return c
 	}
-	if c := cmpString(string(a.Kind), string(b.Kind)); c != 0 {
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
 		return c
 	}
-	return cmpString(a.Key.Key, b.Key.Key)
+	return strings.Compare(a.Key.Key, b.Key.Key)
 }
 
 // Unrecorded implements ledger.Driver.
@@ -587,10 +578,10 @@ func (l *driver) AtCap(_ context.Context, q ledger.CapQuery) ([]ledger.CapItem, 
 		}
 	}
 	slices.SortFunc(out, func(a, b ledger.CapItem) int {
-		if c := cmpString(a.Workspace, b.Workspace); c != 0 {
+		if c := strings.Compare(a.Workspace, b.Workspace); c != 0 {
 			return c
 		}
-		return cmpString(a.ItemID, b.ItemID)
+		return strings.Compare(a.ItemID, b.ItemID)
 	})
 	if len(out) > q.Rows {
 		out = out[:q.Rows]
