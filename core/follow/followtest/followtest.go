@@ -607,14 +607,7 @@ func budgetStart(t *testing.T, s Store) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	worst := 0
-	for i := range sent {
-		j := i
-		for j < len(sent) && sent[j].Sub(sent[i]) < time.Minute {
-			j++
-		}
-		worst = max(worst, j-i)
-	}
+	worst := worstMinute(sent)
 	if worst > budget.DefaultLimit {
 		t.Fatalf("%d requests in one minute, want at most the budget's %d", worst, budget.DefaultLimit)
 	}
@@ -642,6 +635,20 @@ func budgetStart(t *testing.T, s Store) {
 		t.Fatalf("a project waited %v between two polls, want about the stretched %v", widest, stretched)
 	}
 	t.Logf("requests=%d worst minute=%d interval=%v widest gap=%v", len(sent), worst, stretched, widest)
+}
+
+// worstMinute answers the most requests of sent, in the order they were
+// sent, that fall within any one minute.
+func worstMinute(sent []time.Time) int {
+	worst := 0
+	for i := range sent {
+		j := i
+		for j < len(sent) && sent[j].Sub(sent[i]) < time.Minute {
+			j++
+		}
+		worst = max(worst, j-i)
+	}
+	return worst
 }
 
 // loops: a rule answers every change of an item with a write, and a

@@ -252,14 +252,7 @@ func replicasShare(t *testing.T, s Store) {
 
 	// What the tracker saw a minute, every request of the key.
 	mu.Lock()
-	worst := 0
-	for i := range sent {
-		j := i
-		for j < len(sent) && sent[j].Sub(sent[i]) < time.Minute {
-			j++
-		}
-		worst = max(worst, j-i)
-	}
+	worst := worstMinute(sent)
 	total, span := len(sent), time.Since(began)
 	mu.Unlock()
 	// One key's budget plus the poll floor (what the floor may take of
