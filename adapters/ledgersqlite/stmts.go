@@ -92,13 +92,40 @@ func (o on) stmt(query string) (*sql.Stmt, error) {
 	return o.tx.PrepareContext(o.ctx, query)
 }
 
-// row runs a query that answers at most one row.
+// row runs a query that answers at most one row, and steps it to its end
+// before answering. SQLite runs a commit's WAL hook, the auto-checkpoint,
+// only in the step that ends a statement: a write whose RETURNING row is
+// read and then reset, as sql.Row does, commits without checkpointing, and
+// the WAL grows without bound (TestTheWALStaysBoundedUnderFilings).
 func (o on) row(query string, args ...any) scanner {
-	st, err := o.stmt(query)
+	rows, err := o.rows(query, args...)
 	if err != nil {
 		return errRow{err}
 	}
-	return st.QueryRowContext(o.ctx, args...)
+	return oneRow{rows}
+}
+
+// oneRow is row's answer: its Scan reads the first row, or answers
+// sql.ErrNoRows, then steps the statement to its end and closes it.
+type oneRow struct{ rows *sql.Rows }
+
+func (r oneRow) Scan(dest ...any) error {
+	defer func() { _ = r.rows.Close() }()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	for r.rows.Next() { //nolint:revive // the steps to the statement's end run its commit's hook
+	}
+	if err := r.rows.Err(); err != nil {
+		return err
+	}
+	return r.rows.Close()
 }
 
 // rows runs a query.
