@@ -21,7 +21,11 @@
 //
 // Claim and Record are one statement and one round trip each (an upsert or
 // update with RETURNING), so a filing costs about what two bare durable
-// commits cost. CountWrite locks the item's counter row, so the cap holds
+// commits cost. The claims and records that arrive while two groups of
+// them are under way share one transaction and one round trip (group
+// commit), in the order of their keys; a write alone runs at once, as
+// before, and a group the server refuses any part of runs again a write
+// at a time. CountWrite locks the item's counter row, so the cap holds
 // across replicas. The schema's migrations are embedded (migration/) and
 // applied by Migrate under an advisory lock. It passes the same contract
 // suites as memory and SQLite (ledgertest, eventlogtest).
@@ -108,6 +112,7 @@ func New(pool *pgxpool.Pool, o Options) *Ledger {
 		schema = DefaultSchema
 	}
 	d := &driver{pool: pool, rls: o.RLS, schema: schema, q: newQueries(pgx.Identifier{schema}.Sanitize())}
+	d.group = &grouper{d: d}
 	return &Ledger{Store: ledger.NewStore(d), d: d}
 }
 
@@ -123,6 +128,9 @@ type driver struct {
 	rls    bool
 	schema string
 	q      queries
+	// group runs the filings' writes, the claim's and the record's
+	// (group.go).
+	group *grouper
 }
 
 // Name implements ledger.Driver.
@@ -337,7 +345,18 @@ func keyArgs(k ledger.Key) []any { return []any{k.Tenant, k.Workspace, string(k.
 // ledger.ErrNotFound.
 func (d *driver) claimRow(ctx context.Context, tenant, sql string, args []any, extra ...any) (ledger.Claim, error) {
 	var s claimScan
-	err := d.row(ctx, d.pool, tenant, sql, args, append(s.dest(), extra...)...)
+	return s.answer(d.row(ctx, d.pool, tenant, sql, args, append(s.dest(), extra...)...))
+}
+
+// filingRow runs a filing's write for k, answering one claim row, through
+// the group (group.go); no row is ledger.ErrNotFound.
+func (d *driver) filingRow(ctx context.Context, k ledger.Key, sql string, args []any, extra ...any) (ledger.Claim, error) {
+	var s claimScan
+	return s.answer(d.group.row(ctx, k, sql, args, append(s.dest(), extra...)...))
+}
+
+// answer is the claim scanned, given the statement's outcome.
+func (s *claimScan) answer(err error) (ledger.Claim, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Claim{}, ledger.ErrNotFound
 	}
@@ -352,7 +371,7 @@ func (d *driver) claimRow(ctx context.Context, tenant, sql string, args []any, e
 // it stands.
 func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
 	var inserted bool
-	c, err := d.claimRow(ctx, p.Tenant, d.q.claim,
+	c, err := d.filingRow(ctx, p.Key, d.q.claim,
 		[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, nonce, ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
 		&inserted)
 	switch {
@@ -370,7 +389,7 @@ func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce stri
 // RecordClaim implements ledger.Driver: one update records, conditioned on
 // the nonce; only when it records nothing is the row read.
 func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
-	c, err := d.claimRow(ctx, p.Tenant, d.q.record,
+	c, err := d.filingRow(ctx, p.Key, d.q.record,
 		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key))
 	if !errors.Is(err, ledger.ErrNotFound) {
 		return c, err == nil, err

@@ -1,0 +1,242 @@
+package ledgerpg
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/relayr-go/relayr/core/ledger"
+)
+
+// A filing's two writes (the claim's upsert and the record's update) that
+// arrive while others are under way share a transaction and one round
+// trip (group commit): eight filers on two cores spend most of their time
+// on each statement's round trip and commit, not on the statement.
+const (
+	// maxGroup is the most writes one transaction carries.
+	maxGroup = 64
+	// groupsInFlight is how many groups may be under way at once, each on
+	// a connection of its own: one commits while the next runs.
+	groupsInFlight = 2
+	// groupTimeout bounds a group's round trip: a group runs for several
+	// callers, so none of their contexts may cut it short.
+	groupTimeout = 30 * time.Second
+)
+
+// grouper runs the filings' writes. No goroutine of its own and no timer:
+// a write that finds fewer than groupsInFlight groups under way runs at
+// once on its caller's goroutine, alone as before (a write alone costs
+// what it did); one that finds them all under way queues. When a group is
+// answered, its leader hands the lead to the first write that queued
+// meanwhile, whose caller sends everything queued as the next group. Each
+// caller is answered only when its own write is committed, or failed.
+type grouper struct {
+	d *driver
+
+	mu       sync.Mutex
+	queue    []*groupWrite
+	inFlight int // groups under way, or whose lead is being handed on
+
+	// grouped counts the writes that committed in a group of two or more.
+	grouped atomic.Int64
+}
+
+// groupWrite is one write: a statement answering at most one row, for a
+// key.
+type groupWrite struct {
+	ctx  context.Context
+	key  ledger.Key
+	sql  string
+	args []any
+	dest []any
+	err  chan error
+	lead chan struct{} // this write's caller leads the next group
+	// leads is set, under grouper.mu, once the write's caller leads: by
+	// its own choice, or handed the lead.
+	leads bool
+}
+
+// row runs sql for k, a statement answering at most one row, scanned into
+// dest; no row is pgx.ErrNoRows, as driver.row answers. Once queued, a
+// write is answered whatever its context does: a group runs a write whose
+// caller gave up before it ran only to answer its context's error.
+func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any, dest ...any) error {
+	w := &groupWrite{ctx: ctx, key: k, sql: sql, args: args, dest: dest, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	lead := g.inFlight < groupsInFlight
+	if lead {
+		g.inFlight++
+		w.leads = true
+	}
+	g.mu.Unlock()
+	if lead {
+		g.commitNext()
+	}
+	select {
+	case err := <-w.err:
+		return err
+	case <-w.lead:
+		g.commitNext()
+		return <-w.err
+	}
+}
+
+// commitNext commits the queue's first writes as one group, then hands the
+// lead to the first write left in the queue that does not lead, if any.
+func (g *grouper) commitNext() {
+	g.mu.Lock()
+	n := min(len(g.queue), maxGroup)
+	group := slices.Clone(g.queue[:n])
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	g.commit(group)
+	g.handOn()
+}
+
+// handOn ends a group: it hands the lead to the first queued write that
+// does not lead, or counts one group fewer under way. Each write leads at
+// most once: two groups may end while the same writes wait, and a write
+// that leads its own group is not handed one.
+func (g *grouper) handOn() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range g.queue {
+		if !w.leads {
+			w.leads = true
+			w.lead <- struct{}{}
+			return
+		}
+	}
+	g.inFlight--
+}
+
+// commit runs a group and answers each of its writes. A write whose caller
+// gave up before it ran is answered its context's error and not run; a
+// write alone runs as driver.row runs it, with its caller's context.
+func (g *grouper) commit(group []*groupWrite) {
+	live := group[:0:0]
+	for _, w := range group {
+		if err := w.ctx.Err(); err != nil {
+			w.err <- err
+			continue
+		}
+		live = append(live, w)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		g.alone(live[0])
+		return
+	}
+	errs, err := g.together(live)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The server refused a statement, or the commit: the transaction
+		// was rolled back, so nothing of the group is kept. Each write
+		// runs again alone and is answered its own outcome.
+		for _, w := range live {
+			g.alone(w)
+		}
+		return
+	}
+	if err == nil {
+		g.grouped.Add(int64(len(live)))
+	}
+	for i, w := range live {
+		if err != nil {
+			errs[i] = err // lost on the way: as a write alone answers it
+		}
+		w.err <- errs[i]
+	}
+}
+
+// alone runs one write as driver.row does.
+func (g *grouper) alone(w *groupWrite) {
+	w.err <- g.d.row(w.ctx, g.d.pool, w.key.Tenant, w.sql, w.args, w.dest...)
+}
+
+// together runs the writes in one transaction and one round trip, in the
+// order of their keys, so that two groups under way at once lock rows in
+// one order. It answers each write's own outcome (nil, pgx.ErrNoRows, or a
+// row that did not scan), and the failure of the group: a *pgconn.PgError
+// when the server refused a statement or the commit and rolled the
+// transaction back, any other error when the group was lost on the way.
+func (g *grouper) together(live []*groupWrite) ([]error, error) {
+	slices.SortStableFunc(live, func(a, b *groupWrite) int {
+		return cmp.Or(cmp.Compare(a.key.Tenant, b.key.Tenant), cmp.Compare(a.key.Workspace, b.key.Workspace),
+			cmp.Compare(a.key.Kind, b.key.Kind), cmp.Compare(a.key.Key, b.key.Key))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	tenant := ""
+	for _, w := range live {
+		// Under RLS the tenant is named when it changes: set_config's
+		// local setting holds until the next, or the transaction's end.
+		if g.d.rls && w.key.Tenant != tenant {
+			b.Queue(setTenant, w.key.Tenant)
+			tenant = w.key.Tenant
+		}
+		b.Queue(w.sql, w.args...)
+	}
+	b.Queue("COMMIT")
+	br := g.d.pool.SendBatch(ctx, b)
+	errs := make([]error, len(live))
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		tenant := ""
+		for i, w := range live {
+			if g.d.rls && w.key.Tenant != tenant {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+				tenant = w.key.Tenant
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			// A statement the server refused fails the group; a row that
+			// does not scan fails its own write only, as it would alone.
+			errs[i] = scanOne(rows, w.dest)
+			if pgErr := (*pgconn.PgError)(nil); errors.As(errs[i], &pgErr) {
+				return errs[i]
+			}
+		}
+		_, err := br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return errs, err
+}
+
+// scanOne reads a one-row statement's rows into dest and closes them; no
+// row is pgx.ErrNoRows.
+func scanOne(rows pgx.Rows, dest []any) error {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}

@@ -1,0 +1,242 @@
+package ledgerpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+var groupT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// holdGroups makes the grouper behave as if groupsInFlight groups were
+// under way, so that the writes sent next queue; release ends the pretence
+// by committing what queued as the first of those groups would, then
+// giving back the second's place.
+func holdGroups(t *testing.T, g *grouper) (waitQueued func(n int), release func()) {
+	t.Helper()
+	g.mu.Lock()
+	g.inFlight = groupsInFlight
+	g.mu.Unlock()
+	waitQueued = func(n int) {
+		for {
+			g.mu.Lock()
+			queued := len(g.queue)
+			g.mu.Unlock()
+			if queued >= n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	release = func() {
+		g.commitNext()
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}
+	return waitQueued, release
+}
+
+func groupKey(i int) ledger.Key {
+	return ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: fmt.Sprintf("group/%02d", i)}
+}
+
+// TestWritesThatArriveTogetherShareOneTransaction queues a filing's claims
+// and then its records while two groups are under way, and checks that
+// each caller is answered its own row, from one group each time.
+func TestWritesThatArriveTogetherShareOneTransaction(t *testing.T) {
+	for _, rls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rls=%v", rls), func(t *testing.T) {
+			l := newTestLedger(t, rls)
+			ctx := t.Context()
+			const n = 12
+			claims := make([]ledger.Claim, n)
+			outcomes := make([]ledger.Outcome, n)
+			errs := make([]error, n)
+			run := func(do func(i int)) {
+				waitQueued, release := holdGroups(t, l.d.group)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() { do(i) })
+				}
+				waitQueued(n)
+				release()
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("write %d: %v", i, err)
+					}
+				}
+			}
+			run(func(i int) {
+				claims[i], outcomes[i], errs[i] = l.Claim(ctx, ledger.ClaimParams{Key: groupKey(i), Correlation: fmt.Sprint("corr-", i), Now: groupT0, RetakeAfter: time.Minute})
+			})
+			for i, c := range claims {
+				if outcomes[i] != ledger.Fresh || c.Key != groupKey(i) || c.Correlation != fmt.Sprint("corr-", i) || c.Nonce == "" {
+					t.Fatalf("claim %d answered %v %+v", i, outcomes[i], c)
+				}
+			}
+			if got := l.d.group.grouped.Load(); got != n {
+				t.Fatalf("%d writes committed in a group, want the %d claims", got, n)
+			}
+			run(func(i int) {
+				claims[i], errs[i] = l.Record(ctx, ledger.RecordParams{Key: groupKey(i), Nonce: claims[i].Nonce, Ref: tracker.ItemRef{ID: fmt.Sprint(100 + i), Number: int64(i)}, Now: groupT0})
+			})
+			for i, c := range claims {
+				if !c.Recorded || c.Key != groupKey(i) || c.Ref.ID != fmt.Sprint(100+i) {
+					t.Fatalf("record %d answered %+v", i, c)
+				}
+				stored, err := l.Lookup(ctx, groupKey(i))
+				if err != nil || !stored.Recorded || stored.Ref.ID != fmt.Sprint(100+i) {
+					t.Fatalf("key %d holds %+v, %v", i, stored, err)
+				}
+			}
+			if got := l.d.group.grouped.Load(); got != 2*n {
+				t.Fatalf("%d writes committed in a group, want %d", got, 2*n)
+			}
+		})
+	}
+}
+
+// TestAWriteTheServerRefusesInAGroupIsUndoneAlone puts a claim the table
+// refuses (a kind its check does not allow, which Store would have
+// refused before) into a group of good ones: the group's transaction rolls
+// back, and each write runs again alone, so only the refused one fails.
+func TestAWriteTheServerRefusesInAGroupIsUndoneAlone(t *testing.T) {
+	l := newTestLedger(t, false)
+	ctx := t.Context()
+	const n = 6
+	waitQueued, release := holdGroups(t, l.d.group)
+	errs := make([]error, n)
+	outcomes := make([]ledger.Outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			k := groupKey(i)
+			if i == 3 {
+				k.Kind = "bogus"
+			}
+			_, outcomes[i], errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		})
+	}
+	waitQueued(n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		var pgErr *pgconn.PgError
+		switch {
+		case i == 3 && !errors.As(err, &pgErr):
+			t.Fatalf("the refused claim answered %v, want the server's refusal", err)
+		case i != 3 && (err != nil || outcomes[i] != ledger.Fresh):
+			t.Fatalf("claim %d answered %v, %v: want it taken", i, outcomes[i], err)
+		case i != 3:
+			if _, err := l.Lookup(ctx, groupKey(i)); err != nil {
+				t.Fatalf("claim %d was not kept: %v", i, err)
+			}
+		}
+	}
+	if got := l.d.group.grouped.Load(); got != 0 {
+		t.Fatalf("%d writes counted as committed in a group that rolled back", got)
+	}
+}
+
+// TestAWriteWhoseCallerGaveUpBeforeItsGroupIsNotRun cancels one caller's
+// context while its claim waits for a group: it is answered its context's
+// error and its key stays free.
+func TestAWriteWhoseCallerGaveUpBeforeItsGroupIsNotRun(t *testing.T) {
+	l := newTestLedger(t, false)
+	ctx := t.Context()
+	waitQueued, release := holdGroups(t, l.d.group)
+	gaveUp, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var kept, dropped error
+	wg.Go(func() {
+		_, _, kept = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+	})
+	wg.Go(func() {
+		_, _, dropped = l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(2), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+	})
+	waitQueued(2)
+	cancel()
+	release()
+	wg.Wait()
+	if kept != nil || !errors.Is(dropped, context.Canceled) {
+		t.Fatalf("the kept claim answered %v, the dropped one %v", kept, dropped)
+	}
+	if _, err := l.Lookup(ctx, groupKey(2)); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the dropped claim's key: %v, want no row", err)
+	}
+}
+
+// TestManyFilersAreEachAnsweredOnce files from sixteen goroutines at once,
+// more than the groups under way can carry, so that groups end while
+// writes wait for one: every filing is answered and kept, and none waits
+// for a lead handed to a write that already has one.
+func TestManyFilersAreEachAnsweredOnce(t *testing.T) {
+	for _, rls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rls=%v", rls), func(t *testing.T) {
+			l := newTestLedger(t, rls)
+			ctx := t.Context()
+			const filers, each = 16, 40
+			var wg sync.WaitGroup
+			errs := make(chan error, filers*each)
+			for f := range filers {
+				wg.Go(func() {
+					for i := range each {
+						k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: fmt.Sprintf("many/%02d/%02d", f, i)}
+						c, o, err := l.Claim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute})
+						if err != nil || o != ledger.Fresh || c.Key != k {
+							errs <- fmt.Errorf("claim %v: %v %+v %w", k, o, c, err)
+							continue
+						}
+						r, err := l.Record(ctx, ledger.RecordParams{Key: k, Nonce: c.Nonce, Ref: tracker.ItemRef{ID: k.Key}, Now: groupT0})
+						if err != nil || r.Ref.ID != k.Key {
+							errs <- fmt.Errorf("record %v: %+v %w", k, r, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			t.Logf("%d of %d writes committed in a group", l.d.group.grouped.Load(), 2*filers*each)
+		})
+	}
+}
+
+// TestTwoGroupsEndingHandTheLeadOnce ends two groups while one write waits:
+// the first hands it the lead, the second counts itself out, and the write
+// then leads its own group to the end. A second lead handed to the same
+// write would block the second group's end for good.
+func TestTwoGroupsEndingHandTheLeadOnce(t *testing.T) {
+	l := newTestLedger(t, false)
+	g := l.d.group
+	waitQueued, _ := holdGroups(t, g)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.d.TakeClaim(t.Context(), ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		done <- err
+	}()
+	waitQueued(1)
+	g.handOn()
+	g.handOn()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inFlight != 0 || len(g.queue) != 0 {
+		t.Fatalf("%d groups under way and %d writes queued after the last ended, want none", g.inFlight, len(g.queue))
+	}
+}
