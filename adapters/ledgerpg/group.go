@@ -56,11 +56,20 @@ type groupWrite struct {
 	sql  string
 	args []any
 	dest []any
-	err  chan error
-	lead chan struct{} // this write's caller leads the next group
+	// wake brings the write's caller the lead of the next group, and its
+	// answer, on one channel: a write handed the lead while it waits can
+	// be answered by another group before it takes the lead up, and the
+	// lead, sent first, must be taken up first.
+	wake chan groupWake
 	// leads is set, under grouper.mu, once the write's caller leads: by
 	// its own choice, or handed the lead.
 	leads bool
+}
+
+// groupWake is what wakes a write's caller: the lead, or its answer.
+type groupWake struct {
+	lead bool
+	err  error
 }
 
 // row runs sql for k, a statement answering at most one row, scanned into
@@ -68,7 +77,7 @@ type groupWrite struct {
 // write is answered whatever its context does: a group runs a write whose
 // caller gave up before it ran only to answer its context's error.
 func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any, dest ...any) error {
-	w := &groupWrite{ctx: ctx, key: k, sql: sql, args: args, dest: dest, err: make(chan error, 1), lead: make(chan struct{}, 1)}
+	w := &groupWrite{ctx: ctx, key: k, sql: sql, args: args, dest: dest, wake: make(chan groupWake, 2)}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	lead := g.inFlight < groupsInFlight
@@ -80,12 +89,12 @@ func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any,
 	if lead {
 		g.commitNext()
 	}
-	select {
-	case err := <-w.err:
-		return err
-	case <-w.lead:
+	for {
+		m := <-w.wake
+		if !m.lead {
+			return m.err
+		}
 		g.commitNext()
-		return <-w.err
 	}
 }
 
@@ -111,7 +120,7 @@ func (g *grouper) handOn() {
 	for _, w := range g.queue {
 		if !w.leads {
 			w.leads = true
-			w.lead <- struct{}{}
+			w.wake <- groupWake{lead: true}
 			return
 		}
 	}
@@ -125,7 +134,7 @@ func (g *grouper) commit(group []*groupWrite) {
 	live := group[:0:0]
 	for _, w := range group {
 		if err := w.ctx.Err(); err != nil {
-			w.err <- err
+			w.answer(err)
 			continue
 		}
 		live = append(live, w)
@@ -155,13 +164,16 @@ func (g *grouper) commit(group []*groupWrite) {
 		if err != nil {
 			errs[i] = err // lost on the way: as a write alone answers it
 		}
-		w.err <- errs[i]
+		w.answer(errs[i])
 	}
 }
 
+// answer answers the write's caller.
+func (w *groupWrite) answer(err error) { w.wake <- groupWake{err: err} }
+
 // alone runs one write as driver.row does.
 func (g *grouper) alone(w *groupWrite) {
-	w.err <- g.d.row(w.ctx, g.d.pool, w.key.Tenant, w.sql, w.args, w.dest...)
+	w.answer(g.d.row(w.ctx, g.d.pool, w.key.Tenant, w.sql, w.args, w.dest...))
 }
 
 // together runs the writes in one transaction and one round trip, in the

@@ -240,3 +240,32 @@ func TestTwoGroupsEndingHandTheLeadOnce(t *testing.T) {
 		t.Fatalf("%d groups under way and %d writes queued after the last ended, want none", g.inFlight, len(g.queue))
 	}
 }
+
+// TestAWriteHandedTheLeadAndAnsweredByAnotherGroupStillLeads hands a
+// waiting write the lead while a second group takes it and answers it:
+// whichever comes first, the write takes the lead up and ends its group,
+// so no group stays counted under way.
+func TestAWriteHandedTheLeadAndAnsweredByAnotherGroupStillLeads(t *testing.T) {
+	l := newTestLedger(t, false)
+	g := l.d.group
+	for i := range 20 {
+		waitQueued, _ := holdGroups(t, g)
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := l.d.TakeClaim(t.Context(), ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+			done <- err
+		}()
+		waitQueued(1)
+		g.handOn()     // the first group ends: the write is handed the lead
+		g.commitNext() // the second takes the write, answers it, and ends
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		g.mu.Lock()
+		inFlight := g.inFlight
+		g.mu.Unlock()
+		if inFlight != 0 {
+			t.Fatalf("round %d: %d groups counted under way once every write is answered, want none", i, inFlight)
+		}
+	}
+}
