@@ -147,8 +147,7 @@ func (g *grouper) commit(group []*groupWrite) {
 		return
 	}
 	errs, err := g.together(live)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if refused(err) {
 		// The server refused a statement, or the commit: the transaction
 		// was rolled back, so nothing of the group is kept. Each write
 		// runs again alone and is answered its own outcome.
@@ -168,6 +167,15 @@ func (g *grouper) commit(group []*groupWrite) {
 	}
 }
 
+// refused reports whether err is the server's refusal that its session
+// outlives (severity ERROR), which rolls the transaction back. A FATAL
+// error ends the session, perhaps after the commit, as a lost connection
+// does: the group's outcome is then unknown, as a write alone's would be.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Severity == "ERROR"
+}
+
 // answer answers the write's caller.
 func (w *groupWrite) answer(err error) { w.wake <- groupWake{err: err} }
 
@@ -179,9 +187,10 @@ func (g *grouper) alone(w *groupWrite) {
 // together runs the writes in one transaction and one round trip, in the
 // order of their keys, so that two groups under way at once lock rows in
 // one order. It answers each write's own outcome (nil, pgx.ErrNoRows, or a
-// row that did not scan), and the failure of the group: a *pgconn.PgError
-// when the server refused a statement or the commit and rolled the
-// transaction back, any other error when the group was lost on the way.
+// row that did not scan), and the failure of the group: the server's error
+// when it refused a statement or the commit (refused tells whether the
+// transaction was rolled back), any other error when the group was lost
+// on the way.
 func (g *grouper) together(live []*groupWrite) ([]error, error) {
 	slices.SortStableFunc(live, func(a, b *groupWrite) int {
 		return cmp.Or(cmp.Compare(a.key.Tenant, b.key.Tenant), cmp.Compare(a.key.Workspace, b.key.Workspace),

@@ -269,3 +269,21 @@ func TestAWriteHandedTheLeadAndAnsweredByAnotherGroupStillLeads(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyAnErrorTheSessionOutlivesRunsTheGroupAgainAlone(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"check violation", &pgconn.PgError{Severity: "ERROR", Code: "23514"}, true},
+		{"serialization failure at commit", fmt.Errorf("commit: %w", &pgconn.PgError{Severity: "ERROR", Code: "40001"}), true},
+		{"terminated, perhaps after the commit", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}, false},
+		{"connection lost", errors.New("unexpected EOF"), false},
+		{"no error", nil, false},
+	} {
+		if got := refused(c.err); got != c.want {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.want)
+		}
+	}
+}
