@@ -273,8 +273,9 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 	case ledger.Retaken:
 		if s.guardsKeys(wctx) {
 			// The tracker's create is itself the lookup (Plane's 409):
-			// docs/decisions.md, one request where ADR-0033 has two.
-			break
+			// docs/decisions.md, one request where ADR-0033 has two. Until
+			// it answers, an earlier attempt's item may exist.
+			return s.create(ctx, wctx, k, row.Nonce, draft, true)
 		}
 		// The lookup before the create: an earlier attempt may have made
 		// the item and died before recording it.
@@ -296,7 +297,7 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 		// A fresh claim, which no attempt held before, goes straight to the
 		// create (docs/decisions.md: the lookup serves retaken claims only).
 	}
-	return s.create(ctx, wctx, k, row.Nonce, draft)
+	return s.create(ctx, wctx, k, row.Nonce, draft, false)
 }
 
 // guardsKeys asks the binding's tracker whether its create refuses a second
@@ -310,8 +311,13 @@ func (s session) guardsKeys(ctx context.Context) bool {
 	return ok && g.GuardsKeys()
 }
 
-// create files the draft under the claim and records it.
-func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
+// create files the draft under the claim and records it. mayExist says
+// that an earlier attempt under the key may have made the item and no
+// lookup has said otherwise: a failed create then holds the claim, even
+// when the tracker certainly did not take it, since releasing would drop
+// the ledger's record of a key whose item may stand in the tracker (and a
+// follower would publish relayr's own creation as a person's).
+func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft, mayExist bool) (Result, error) {
 	var made tracker.Item
 	var predicted map[string]string
 	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
@@ -337,9 +343,13 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 			return err
 		})
 		if err != nil {
-			return Result{}, s.failed(ctx, k, nonce, err)
+			// The tracker holds an item under the key: the claim holds
+			// until a lookup answers.
+			return Result{}, s.holdClaim(err)
 		}
 		return s.adopt(ctx, wctx, k, nonce, found, d)
+	case err != nil && mayExist:
+		return Result{}, s.holdClaim(err)
 	case err != nil:
 		return Result{}, s.failed(ctx, k, nonce, err)
 	}

@@ -407,6 +407,43 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
+	// An earlier attempt made the item and died before recording it; the
+	// retake's request then fails in a way the tracker certainly did not
+	// take. The item stands under the key, so the claim holds: released,
+	// a follower would find the item with no claim and publish relayr's
+	// own creation as a person's (found by the chaos run).
+	t.Run("ARetakeThatFailsWhileAnEarlierItemMayStandHoldsTheClaim", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			method string
+		}{
+			{"TheCreateThatIsTheLookupIsRateLimited", faketracker.MethodCreate},
+			{"TheLookupAfterA409IsRateLimited", faketracker.MethodFind},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e := newEnv(t, faketracker.LikePlane)
+				e.fake.CrashAfterCreate(1)
+				if _, err := e.ensure("k", tracker.Draft{Title: "x"}); err == nil {
+					t.Fatal("the crashed create answered success")
+				}
+				e.clock.Advance(31 * time.Second)
+				e.fake.FailNext(c.method, 1, tracker.RateLimited(time.Second))
+				_, err := e.ensure("k", tracker.Draft{Title: "x"})
+				wantCode(t, err, writes.CodeUnavailable)
+				if row := e.row(ledger.KindItem, "k"); row.Recorded {
+					t.Fatalf("the key's row %+v, want it held unrecorded", row)
+				}
+				e.clock.Advance(31 * time.Second)
+				if r := e.mustEnsure("k", tracker.Draft{Title: "x"}); r.How != writes.Found {
+					t.Fatalf("the next attempt answered %+v, want the earlier item found", r)
+				}
+				if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
+					t.Fatalf("%d items filed under the key, want 1", perKey["k"])
+				}
+			})
+		}
+	})
+
 	t.Run("TheFirstClaimersCorrelationIsKeptOnTheRow", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		e.fake.CrashAfterCreate(1)
