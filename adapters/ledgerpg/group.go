@@ -244,20 +244,3 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 	}
 	return errs, err
 }
-
-// scanOne reads a one-row statement's rows into dest and closes them; no
-// row is pgx.ErrNoRows.
-func scanOne(rows pgx.Rows, dest []any) error {
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
-}

@@ -248,15 +248,24 @@ func (d *driver) query(ctx context.Context, q db, tenant, sql string, args []any
 
 // row runs a one-row statement; no row is pgx.ErrNoRows.
 func (d *driver) row(ctx context.Context, q db, tenant, sql string, args []any, dest ...any) error {
-	return d.query(ctx, q, tenant, sql, args, func(rows pgx.Rows) error {
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return pgx.ErrNoRows
+	return d.query(ctx, q, tenant, sql, args, func(rows pgx.Rows) error { return scanOne(rows, dest) })
+}
+
+// scanOne reads a one-row statement's rows into dest and closes them; no
+// row is pgx.ErrNoRows.
+func scanOne(rows pgx.Rows, dest []any) error {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
 		}
-		return rows.Scan(dest...)
-	})
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // exec runs a statement and answers how many rows it touched.
