@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/ledger/ledgertest"
 )
 
@@ -17,15 +18,12 @@ func poolFor(parallelism int) func(*pgxpool.Config) {
 // BenchmarkFiling is a claim and its record, as one filing costs them:
 // with RLS each is still one round trip, set_config riding in its batch.
 func BenchmarkFiling(b *testing.B) {
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
+	for _, run := range pgtest.Modes {
 		// One store per configuration, made before its runs: a schema made
 		// and dropped around every run of b.N would be measured too.
-		s := newStore(b, run.rls, poolFor(8))
+		s := newStore(b, run.RLS, poolFor(8))
 		for _, p := range []int{1, 8} {
-			b.Run(fmt.Sprintf("%s/p%d", run.name, p), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/p%d", run.Name, p), func(b *testing.B) {
 				ledgertest.Filings(b, s, p)
 			})
 		}
@@ -58,11 +56,8 @@ func BenchmarkFloor(b *testing.B) {
 // BenchmarkBeat is one replica's heartbeat, what spreading the leases and
 // splitting the budget cost the ledger (issue 13).
 func BenchmarkBeat(b *testing.B) {
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
-		s := newStore(b, run.rls, nil)
-		b.Run(run.name, func(b *testing.B) { ledgertest.Beats(b, s) })
+	for _, run := range pgtest.Modes {
+		s := newStore(b, run.RLS, nil)
+		b.Run(run.Name, func(b *testing.B) { ledgertest.Beats(b, s) })
 	}
 }

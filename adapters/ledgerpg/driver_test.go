@@ -27,13 +27,10 @@ func newTestLedger(t *testing.T, rls bool) *Ledger {
 // TestDriver runs the drivers' conformance suite on the PostgreSQL driver,
 // with and without row-level security.
 func TestDriver(t *testing.T) {
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
-		t.Run(run.name, func(t *testing.T) {
+	for _, run := range pgtest.Modes {
+		t.Run(run.Name, func(t *testing.T) {
 			t.Parallel()
-			drivertest.Run(t, func(t *testing.T) ledger.Driver { return newTestLedger(t, run.rls).d })
+			drivertest.Run(t, func(t *testing.T) ledger.Driver { return newTestLedger(t, run.RLS).d })
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -54,9 +55,9 @@ func groupKey(i int) ledger.Key {
 // and then its records while two groups are under way, and checks that
 // each caller is answered its own row, from one group each time.
 func TestWritesThatArriveTogetherShareOneTransaction(t *testing.T) {
-	for _, rls := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rls=%v", rls), func(t *testing.T) {
-			l := newTestLedger(t, rls)
+	for _, mode := range pgtest.Modes {
+		t.Run(mode.Name, func(t *testing.T) {
+			l := newTestLedger(t, mode.RLS)
 			ctx := t.Context()
 			const n = 12
 			claims := make([]ledger.Claim, n)
@@ -182,9 +183,9 @@ func TestAWriteWhoseCallerGaveUpBeforeItsGroupIsNotRun(t *testing.T) {
 // writes wait for one: every filing is answered and kept, and none waits
 // for a lead handed to a write that already has one.
 func TestManyFilersAreEachAnsweredOnce(t *testing.T) {
-	for _, rls := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rls=%v", rls), func(t *testing.T) {
-			l := newTestLedger(t, rls)
+	for _, mode := range pgtest.Modes {
+		t.Run(mode.Name, func(t *testing.T) {
+			l := newTestLedger(t, mode.RLS)
 			ctx := t.Context()
 			const filers, each = 16, 40
 			var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package ledgerpg_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -59,20 +58,17 @@ func newStore(t testing.TB, rls bool, tune func(*pgxpool.Config)) *store {
 }
 
 func TestContract(t *testing.T) {
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
-		t.Run(run.name, func(t *testing.T) {
+	for _, run := range pgtest.Modes {
+		t.Run(run.Name, func(t *testing.T) {
 			t.Parallel()
 			t.Run("Ledger", func(t *testing.T) {
-				ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return newStore(t, run.rls, nil) })
+				ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return newStore(t, run.RLS, nil) })
 			})
 			t.Run("EventLog", func(t *testing.T) {
-				eventlogtest.Run(t, func(t *testing.T) eventlog.Log { return newStore(t, run.rls, nil) })
+				eventlogtest.Run(t, func(t *testing.T) eventlog.Log { return newStore(t, run.RLS, nil) })
 			})
 			t.Run("Operator", func(t *testing.T) {
-				ledgertest.RunOperator(t, func(t *testing.T) ledgertest.OperatorStore { return newStore(t, run.rls, nil) })
+				ledgertest.RunOperator(t, func(t *testing.T) ledgertest.OperatorStore { return newStore(t, run.RLS, nil) })
 			})
 		})
 	}
@@ -286,10 +282,10 @@ func TestPingRefusesAModeTheRoleDoesNotMatch(t *testing.T) {
 }
 
 func TestKilledConnectionFailsOneCallAsUnavailable(t *testing.T) {
-	for _, rls := range []bool{false, true} {
-		t.Run(fmt.Sprintf("RLS=%v", rls), func(t *testing.T) {
+	for _, mode := range pgtest.Modes {
+		t.Run(mode.Name, func(t *testing.T) {
 			t.Parallel()
-			s := newStore(t, rls, func(cfg *pgxpool.Config) {
+			s := newStore(t, mode.RLS, func(cfg *pgxpool.Config) {
 				cfg.MaxConns = 1
 				// No health check before a call: the call itself meets the
 				// dead connection, as one would whose server went away.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/follow/followtest"
 )
 
@@ -13,14 +14,11 @@ import (
 // and its pool are opened inside the scenario's bubble and closed (with the
 // pool's health check) by the cleanups newStore registers there.
 func TestScenarios(t *testing.T) {
-	for _, run := range []struct {
-		name string
-		rls  bool
-	}{{"Postgres", false}, {"PostgresRLS", true}} {
-		t.Run(run.name, func(t *testing.T) {
+	for _, run := range pgtest.Modes {
+		t.Run(run.Name, func(t *testing.T) {
 			t.Parallel()
 			followtest.Run(t, func(t *testing.T) followtest.Store {
-				s := newStore(t, run.rls, withoutFlushWait)
+				s := newStore(t, run.RLS, withoutFlushWait)
 				return followtest.Store{Ledger: s, Log: s}
 			})
 		})

@@ -29,6 +29,18 @@ import (
 // be able to create schemas and roles.
 const EnvURL = "RELAYR_TEST_DATABASE_URL"
 
+// Mode is one way the ledger's tests open the database: as the tables'
+// owner, or with row-level security, as the role Restricted connects as.
+type Mode struct {
+	// Name names the mode's subtests and benchmarks ("Postgres",
+	// "PostgresRLS"); the README's figures are read by it.
+	Name string
+	RLS  bool
+}
+
+// Modes are both modes, the owner's first.
+var Modes = []Mode{{"Postgres", false}, {"PostgresRLS", true}}
+
 // RestrictedRole is the role Restricted connects as, and its password.
 const (
 	RestrictedRole     = "relayr_test_restricted"
