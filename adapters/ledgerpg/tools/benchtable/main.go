@@ -5,7 +5,8 @@
 // per filing, per change and per idle poll, and the time from a person's
 // change to its event in the feed; per ledger and parallelism, filings per
 // second against the floor of the database under it (PostgresRLS runs on
-// Postgres's floor). Every figure is the median over -count runs; a figure
+// Postgres's floor). Every figure is the median over -count runs, and a
+// ledger's ratio the median of each run's ratio to the same run's floor; a figure
 // whose benchmark is missing from the input is left out.
 //
 //	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite \
@@ -120,6 +121,22 @@ func ratio(a, b float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// pairedRatio is the median of each run's a over the same run's b: make
+// bench runs each SQL ledger's filings and then its floor, three times over,
+// so the i-th of each were measured side by side, and a machine whose speed
+// drifts between runs moves both. Runs that do not pair up (counts that
+// differ) give the ratio of the medians.
+func pairedRatio(as, bs []float64) float64 {
+	if len(as) != len(bs) || len(as) == 0 {
+		return median(as) / median(bs)
+	}
+	rs := make([]float64, len(as))
+	for i := range as {
+		rs[i] = as[i] / bs[i]
+	}
+	return median(rs)
 }
 
 // row is one line of the table.
@@ -333,16 +350,19 @@ func (r results) ledgerRows() []row {
 	})
 	var rows []row
 	for _, k := range keys {
-		f, _ := r.get(fmt.Sprintf("Filing/%s/p%d", k.store, k.p), "filings/s")
+		filing := fmt.Sprintf("Filing/%s/p%d", k.store, k.p)
+		f, _ := r.get(filing, "filings/s")
 		fig := fmt.Sprintf("Ledger filings/s (claim and record), %s, %d at a time", k.store, k.p)
 		// The floor of the database under the store: PostgresRLS runs on
 		// Postgres's.
-		floor, ok := r.get(fmt.Sprintf("Floor/%s/p%d", strings.TrimSuffix(k.store, "RLS"), k.p), "filings/s")
+		floorName := fmt.Sprintf("Floor/%s/p%d", strings.TrimSuffix(k.store, "RLS"), k.p)
+		floor, ok := r.get(floorName, "filings/s")
 		if !ok {
 			rows = append(rows, row{fig, num(f), "–", "–"})
 			continue
 		}
-		rows = append(rows, row{fig, num(f), num(floor) + " floor (two bare commits)", ratio(f, floor)})
+		rat := pairedRatio(r[filing]["filings/s"], r[floorName]["filings/s"])
+		rows = append(rows, row{fig, num(f), num(floor) + " floor (two bare commits)", strconv.FormatFloat(rat, 'f', 2, 64)})
 	}
 	return rows
 }
