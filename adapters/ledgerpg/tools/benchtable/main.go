@@ -6,7 +6,8 @@
 // change to its event in the feed; per ledger and parallelism, filings per
 // second against the floor of the database under it (PostgresRLS runs on
 // Postgres's floor). Every figure is the median over -count runs, and a
-// ledger's ratio the median of each run's ratio to the same run's floor; a figure
+// ledger's ratio the median of each run's ratio to the floor measured beside
+// it (pairedRatio); a figure
 // whose benchmark is missing from the input is left out.
 //
 //	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite \
@@ -123,18 +124,27 @@ func ratio(a, b float64) string {
 	return strconv.FormatFloat(a/b, 'f', 2, 64)
 }
 
-// pairedRatio is the median of each run's a over the same run's b: make
-// bench runs each SQL ledger's filings and then its floor, three times over,
-// so the i-th of each were measured side by side, and a machine whose speed
-// drifts between runs moves both. Runs that do not pair up (counts that
-// differ) give the ratio of the medians.
-func pairedRatio(as, bs []float64) float64 {
-	if len(as) != len(bs) || len(as) == 0 {
-		return median(as) / median(bs)
-	}
-	rs := make([]float64, len(as))
-	for i := range as {
-		rs[i] = as[i] / bs[i]
+// pairedRatio is the median of each run's filings over the floor measured
+// beside it. make bench runs each SQL ledger's floor, its filings, then its
+// floor again, three times over: each run's filings are set against the
+// mean of the two floors on either side, so that a drift of the machine's
+// speed across a run moves both alike. One floor a run pairs with its run
+// (a -count run lists the filings' runs first), and counts that pair up
+// neither way give the ratio of the medians.
+func pairedRatio(filings, floors []float64) float64 {
+	n := len(filings)
+	rs := make([]float64, n)
+	switch {
+	case n > 0 && len(floors) == 2*n:
+		for i := range n {
+			rs[i] = filings[i] / ((floors[2*i] + floors[2*i+1]) / 2)
+		}
+	case n > 0 && len(floors) == n:
+		for i := range n {
+			rs[i] = filings[i] / floors[i]
+		}
+	default:
+		return median(filings) / median(floors)
 	}
 	return median(rs)
 }
