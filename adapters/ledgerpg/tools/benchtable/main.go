@@ -6,9 +6,9 @@
 // change to its event in the feed; per ledger and parallelism, filings per
 // second against the floor of the database under it (PostgresRLS runs on
 // Postgres's floor). Every figure is the median over -count runs, and a
-// ledger's ratio the median of each run's ratio to the floor measured beside
-// it (pairedRatio); a figure
-// whose benchmark is missing from the input is left out.
+// ledger's ratio the median of each run's ratio to the floor measured
+// beside it (pairedRatio); a figure whose benchmark is missing from the
+// input is left out.
 //
 //	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite \
 //		./adapters/ledgerpg ./apps/relayr/internal/figures | go run ./adapters/ledgerpg/tools/benchtable
