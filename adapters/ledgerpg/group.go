@@ -23,7 +23,9 @@ const (
 	// maxGroup is the most writes one transaction carries.
 	maxGroup = 64
 	// groupsInFlight is how many groups may be under way at once, each on
-	// a connection of its own: one commits while the next runs.
+	// a connection of its own: one commits while the next runs. Two,
+	// measured against four and none, and what it costs a host whose CPU
+	// other work saturates: docs/decisions.md.
 	groupsInFlight = 2
 	// groupTimeout bounds a group's round trip: a group runs for several
 	// callers, so none of their contexts may cut it short.
