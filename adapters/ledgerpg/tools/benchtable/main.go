@@ -130,16 +130,18 @@ func ratio(a, b float64) string {
 // mean of the two floors on either side, so that a drift of the machine's
 // speed across a run moves both alike. One floor a run pairs with its run
 // (a -count run lists the filings' runs first), and counts that pair up
-// neither way give the ratio of the medians.
+// neither way give the ratio of the medians; no runs of either, 0.
 func pairedRatio(filings, floors []float64) float64 {
 	n := len(filings)
 	rs := make([]float64, n)
 	switch {
-	case n > 0 && len(floors) == 2*n:
+	case n == 0 || len(floors) == 0:
+		return 0
+	case len(floors) == 2*n:
 		for i := range n {
 			rs[i] = filings[i] / ((floors[2*i] + floors[2*i+1]) / 2)
 		}
-	case n > 0 && len(floors) == n:
+	case len(floors) == n:
 		for i := range n {
 			rs[i] = filings[i] / floors[i]
 		}

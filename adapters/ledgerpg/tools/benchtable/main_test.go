@@ -96,6 +96,14 @@ BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	1000 filings/s
 	}
 }
 
+func TestAPairedRatioOfNoRunsIsZero(t *testing.T) {
+	for _, c := range [][2][]float64{{nil, nil}, {nil, {1000}}, {{800}, nil}} {
+		if got := pairedRatio(c[0], c[1]); got != 0 {
+			t.Errorf("pairedRatio(%v, %v) = %v, want 0", c[0], c[1], got)
+		}
+	}
+}
+
 func TestTableSetsEachTrackersFiguresBesideWhatTheyAreMeasuredAgainst(t *testing.T) {
 	res, err := parse(strings.NewReader(sample))
 	if err != nil {
