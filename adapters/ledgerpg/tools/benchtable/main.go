@@ -133,20 +133,20 @@ func ratio(a, b float64) string {
 // neither way give the ratio of the medians; no runs of either, 0.
 func pairedRatio(filings, floors []float64) float64 {
 	n := len(filings)
-	rs := make([]float64, n)
+	var floorOf func(i int) float64
 	switch {
 	case n == 0 || len(floors) == 0:
 		return 0
 	case len(floors) == 2*n:
-		for i := range n {
-			rs[i] = filings[i] / ((floors[2*i] + floors[2*i+1]) / 2)
-		}
+		floorOf = func(i int) float64 { return (floors[2*i] + floors[2*i+1]) / 2 }
 	case len(floors) == n:
-		for i := range n {
-			rs[i] = filings[i] / floors[i]
-		}
+		floorOf = func(i int) float64 { return floors[i] }
 	default:
 		return median(filings) / median(floors)
+	}
+	rs := make([]float64, n)
+	for i := range n {
+		rs[i] = filings[i] / floorOf(i)
 	}
 	return median(rs)
 }

@@ -53,12 +53,13 @@ func TestTableTakesMediansAndRatiosToTheDatabasesFloor(t *testing.T) {
 	}
 }
 
-// Filings measured between two runs of their floor, three times over, on a
-// machine whose speed drifts within and between runs: the ratio is each
-// run's against the mean of the floors beside it, at its median, not the
-// medians' ratio (1,500 over 1,000 would read 1.50).
-func TestALedgersRatioIsTheMedianOfEachRunsRatioToTheFloorsBesideIt(t *testing.T) {
-	res, err := parse(strings.NewReader(`BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	2200 filings/s
+// A ledger's ratio is each run's, at its median, not the medians' ratio
+// (1,500 over 1,000 would read 1.50), on a machine whose speed drifts within
+// and between runs. Both cases' runs are 1600/2100, 1500/950 and 700/1000.
+func TestALedgersRatioIsTheMedianOfEachRunsRatioToItsFloor(t *testing.T) {
+	for _, c := range []struct{ name, bench, want string }{{
+		name: "filings between two runs of their floor, against the floors' mean",
+		bench: `BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	2200 filings/s
 BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	1600 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	2000 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	900 filings/s
@@ -67,32 +68,27 @@ BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	1000 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	1100 filings/s
 BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	700 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	900 filings/s
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The runs: 1600/2100, 1500/950 and 700/1000, medians 1500 and 1050.
-	want := "| Ledger filings/s (claim and record), SQLite, 1 at a time | 1,500 | 1,050 floor (two bare commits) | 0.76 |"
-	if got := table(res); !strings.Contains(got, want) {
-		t.Errorf("table lacks %q:\n%s", want, got)
-	}
-}
-
-// A floor a run pairs with its run: 1600/2100, 1500/950, 700/1000.
-func TestALedgersRatioPairsOneFloorARunWithItsRun(t *testing.T) {
-	res, err := parse(strings.NewReader(`BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	1600 filings/s
+`,
+		// Floor medians 1050.
+		want: "| Ledger filings/s (claim and record), SQLite, 1 at a time | 1,500 | 1,050 floor (two bare commits) | 0.76 |",
+	}, {
+		name: "one floor a run, paired with its run",
+		bench: `BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	1600 filings/s
 BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	1500 filings/s
 BenchmarkFiling/SQLite/p1-2 	100	1 ns/op	700 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	2100 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	950 filings/s
 BenchmarkFloor/SQLite/p1-2 	100	1 ns/op	1000 filings/s
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "| Ledger filings/s (claim and record), SQLite, 1 at a time | 1,500 | 1,000 floor (two bare commits) | 0.76 |"
-	if got := table(res); !strings.Contains(got, want) {
-		t.Errorf("table lacks %q:\n%s", want, got)
+`,
+		want: "| Ledger filings/s (claim and record), SQLite, 1 at a time | 1,500 | 1,000 floor (two bare commits) | 0.76 |",
+	}} {
+		res, err := parse(strings.NewReader(c.bench))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := table(res); !strings.Contains(got, c.want) {
+			t.Errorf("%s: table lacks %q:\n%s", c.name, c.want, got)
+		}
 	}
 }
 
