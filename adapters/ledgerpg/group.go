@@ -1,9 +1,11 @@
 package ledgerpg
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,9 +29,13 @@ const (
 	// measured against four and none, and what it costs a host whose CPU
 	// other work saturates: docs/decisions.md.
 	groupsInFlight = 2
-	// groupTimeout bounds a group's round trip: a group runs for several
-	// callers, so none of their contexts may cut it short.
-	groupTimeout = 30 * time.Second
+	// writeBound bounds each run of the grouper's writes: a group's round
+	// trip, which runs for several callers so that none of their contexts
+	// may cut it short, and a write alone, which holds one of the
+	// groupsInFlight places however long its caller would wait. A write
+	// the bound cuts short is answered ledger.ErrUnavailable: whether it
+	// was kept is unknown, as when a connection is lost.
+	writeBound = 30 * time.Second
 )
 
 // grouper runs the filings' writes. No goroutine of its own and no timer:
@@ -41,6 +47,9 @@ const (
 // caller is answered only when its own write is committed, or failed.
 type grouper struct {
 	d *driver
+
+	// bound is writeBound; tests shorten it.
+	bound time.Duration
 
 	mu       sync.Mutex
 	queue    []*groupWrite
@@ -75,9 +84,11 @@ type groupWake struct {
 }
 
 // row runs sql for k, a statement answering at most one row, scanned into
-// dest; no row is pgx.ErrNoRows, as driver.row answers. Once queued, a
-// write is answered whatever its context does: a group runs a write whose
-// caller gave up before it ran only to answer its context's error.
+// dest; no row is pgx.ErrNoRows, as driver.row answers. A write whose
+// caller gives up while it waits in the queue leaves the queue unrun and
+// is answered its context's error at once; once a group has taken it, or
+// it was handed the lead, it is answered when that group ends (within the
+// grouper's bound).
 func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any, dest ...any) error {
 	w := &groupWrite{ctx: ctx, key: k, sql: sql, args: args, dest: dest, wake: make(chan groupWake, 2)}
 	g.mu.Lock()
@@ -91,13 +102,34 @@ func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any,
 	if lead {
 		g.commitNext()
 	}
+	done := ctx.Done()
 	for {
-		m := <-w.wake
-		if !m.lead {
-			return m.err
+		select {
+		case m := <-w.wake:
+			if !m.lead {
+				return m.err
+			}
+			g.commitNext()
+		case <-done:
+			if g.withdraw(w) {
+				return ctx.Err()
+			}
+			done = nil // a group has it, or it leads the next: wait for it
 		}
-		g.commitNext()
 	}
+}
+
+// withdraw takes w out of the queue if no group has taken it and it was
+// not handed the lead, and reports whether it did.
+func (g *grouper) withdraw(w *groupWrite) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, w)
+	if i < 0 || w.leads {
+		return false
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	return true
 }
 
 // commitNext commits the queue's first writes as one group, then hands the
@@ -131,7 +163,8 @@ func (g *grouper) handOn() {
 
 // commit runs a group and answers each of its writes. A write whose caller
 // gave up before it ran is answered its context's error and not run; a
-// write alone runs as driver.row runs it, with its caller's context.
+// write alone runs as driver.row runs it, with its caller's context, within
+// the grouper's bound.
 func (g *grouper) commit(group []*groupWrite) {
 	live := group[:0:0]
 	for _, w := range group {
@@ -145,16 +178,18 @@ func (g *grouper) commit(group []*groupWrite) {
 	case 0:
 		return
 	case 1:
-		g.alone(live[0])
+		g.alone(live[0], time.Now().Add(g.bound))
 		return
 	}
 	errs, err := g.together(live)
 	if refused(err) {
 		// The server refused a statement, or the commit: the transaction
 		// was rolled back, so nothing of the group is kept. Each write
-		// runs again alone and is answered its own outcome.
+		// runs again alone and is answered its own outcome, all within
+		// one bound, as the group was.
+		deadline := time.Now().Add(g.bound)
 		for _, w := range live {
-			g.alone(w)
+			g.alone(w, deadline)
 		}
 		return
 	}
@@ -173,17 +208,35 @@ func (g *grouper) commit(group []*groupWrite) {
 // outlives (severity ERROR), which rolls the transaction back. A FATAL
 // error ends the session, perhaps after the commit, as a lost connection
 // does: the group's outcome is then unknown, as a write alone's would be.
+// The severity is read untranslated: a server set to another language
+// names it in that language too.
 func refused(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Severity == "ERROR"
+	return errors.As(err, &pgErr) && cmp.Or(pgErr.SeverityUnlocalized, pgErr.Severity) == "ERROR"
+}
+
+// outlived answers err, the outcome of a run bounded by bound, as
+// ledger.ErrUnavailable when the bound cut it short while its caller
+// (alive, when caller is not nil) still waited: it is not the caller's
+// deadline, and whether the write was kept is unknown.
+func (g *grouper) outlived(bound, caller context.Context, err error) error {
+	if err == nil || bound.Err() == nil || (caller != nil && caller.Err() != nil) {
+		return err
+	}
+	// err is kept as text only: it wraps the bound's context.DeadlineExceeded.
+	return fmt.Errorf("%w: ledgerpg: a write ran past its %v bound: %s", ledger.ErrUnavailable, g.bound, err.Error())
 }
 
 // answer answers the write's caller.
 func (w *groupWrite) answer(err error) { w.wake <- groupWake{err: err} }
 
-// alone runs one write as driver.row does.
-func (g *grouper) alone(w *groupWrite) {
-	w.answer(g.d.row(w.ctx, g.d.pool, w.key.Tenant, w.sql, w.args, w.dest...))
+// alone runs one write as driver.row does, on its caller's context and
+// by deadline at the latest.
+func (g *grouper) alone(w *groupWrite, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(w.ctx, deadline)
+	defer cancel()
+	err := g.d.row(ctx, g.d.pool, w.key.Tenant, w.sql, w.args, w.dest...)
+	w.answer(g.outlived(ctx, w.ctx, err))
 }
 
 // together runs the writes in one transaction and one round trip, in the
@@ -198,7 +251,7 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 		return cmp.Or(cmp.Compare(a.key.Tenant, b.key.Tenant), cmp.Compare(a.key.Workspace, b.key.Workspace),
 			cmp.Compare(a.key.Kind, b.key.Kind), cmp.Compare(a.key.Key, b.key.Key))
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), g.bound)
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -233,7 +286,7 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 			}
 			// A statement the server refused fails the group; a row that
 			// does not scan fails its own write only, as it would alone.
-			errs[i] = scanOne(rows, w.dest)
+			errs[i] = scanApart(rows, w.dest)
 			if pgErr := (*pgconn.PgError)(nil); errors.As(errs[i], &pgErr) {
 				return errs[i]
 			}
@@ -244,5 +297,28 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return errs, err
+	return errs, g.outlived(ctx, nil, err)
+}
+
+// scanApart reads a one-row statement's rows as scanOne does, but scans
+// the row into dest only once the rows are closed. rows.Scan's failure
+// would be kept on the batch and answered for every statement after it,
+// though the group went on to commit; this way it fails its own write.
+func scanApart(rows pgx.Rows, dest []any) error {
+	var values [][]byte
+	found := rows.Next()
+	if found {
+		for _, v := range rows.RawValues() {
+			values = append(values, bytes.Clone(v)) // nil, a NULL, stays nil
+		}
+	}
+	fields := slices.Clone(rows.FieldDescriptions())
+	rows.Close()
+	switch err := rows.Err(); {
+	case err != nil:
+		return err
+	case !found:
+		return pgx.ErrNoRows
+	}
+	return pgx.ScanRow(rows.Conn().TypeMap(), fields, values, dest...)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
@@ -178,6 +179,165 @@ func TestAWriteWhoseCallerGaveUpBeforeItsGroupIsNotRun(t *testing.T) {
 	}
 }
 
+// TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce cancels a
+// caller's context while its claim waits for a group and no group ends:
+// the caller is answered its context's error at once, the claim leaves
+// the queue unrun, and the groups under way end as if it had never come.
+func TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce(t *testing.T) {
+	l := newTestLedger(t, false)
+	g := l.d.group
+	waitQueued, release := holdGroups(t, g)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		done <- err
+	}()
+	waitQueued(1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the claim answered %v, want its context's error", err)
+	}
+	g.mu.Lock()
+	queued := len(g.queue)
+	g.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d writes queued after the only one gave up, want none", queued)
+	}
+	release()
+	g.mu.Lock()
+	inFlight := g.inFlight
+	g.mu.Unlock()
+	if inFlight != 0 {
+		t.Fatalf("%d groups counted under way once both ended, want none", inFlight)
+	}
+	if _, err := l.Lookup(t.Context(), groupKey(1)); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the claim's key: %v, want no row", err)
+	}
+}
+
+// TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp hands the lead to a
+// write whose caller has given up: it does not leave the queue, since the
+// writes behind it wait on the group it leads. It leads, is answered its
+// context's error unrun, and the write behind it is committed.
+func TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp(t *testing.T) {
+	l := newTestLedger(t, false)
+	g := l.d.group
+	waitQueued, _ := holdGroups(t, g)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	claim := func(ctx context.Context, i int) {
+		wg.Go(func() {
+			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		})
+		waitQueued(i + 1)
+	}
+	claim(gaveUp, 0)
+	claim(t.Context(), 1)
+	// As handOn hands the lead to the first write queued, with its caller
+	// gone already: under the lock, so that it cannot leave the queue first.
+	g.mu.Lock()
+	cancel()
+	first := g.queue[0]
+	first.leads = true
+	first.wake <- groupWake{lead: true}
+	g.mu.Unlock()
+	wg.Wait()
+	if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
+		t.Fatalf("the claims answered %v and %v, want the first its context's error and the second taken", errs[0], errs[1])
+	}
+	g.handOn() // the other group held ends
+	g.mu.Lock()
+	inFlight, queued := g.inFlight, len(g.queue)
+	g.mu.Unlock()
+	if inFlight != 0 || queued != 0 {
+		t.Fatalf("%d groups under way and %d writes queued at the end, want none", inFlight, queued)
+	}
+	if _, err := l.Lookup(t.Context(), groupKey(0)); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the first claim's key: %v, want no row", err)
+	}
+	if _, err := l.Lookup(t.Context(), groupKey(1)); err != nil {
+		t.Fatalf("the second claim was not kept: %v", err)
+	}
+}
+
+// TestARowThatDoesNotScanFailsItsOwnWriteOnly puts a statement whose row
+// does not scan into its destination (text into an int) into a group of
+// claims: the group commits, that write alone is answered the scan's
+// failure, and each claim is answered taken.
+func TestARowThatDoesNotScanFailsItsOwnWriteOnly(t *testing.T) {
+	l := newTestLedger(t, false)
+	ctx := t.Context()
+	waitQueued, release := holdGroups(t, l.d.group)
+	const n = 4
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if i == 2 {
+				var number int
+				errs[i] = l.d.group.row(ctx, groupKey(i), `SELECT 'not a number'::text`, nil, &number)
+				return
+			}
+			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		})
+	}
+	waitQueued(n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		var scanErr pgx.ScanArgError
+		switch {
+		case i == 2 && !errors.As(err, &scanErr):
+			t.Fatalf("the write that does not scan answered %v, want its scan's failure", err)
+		case i != 2 && err != nil:
+			t.Fatalf("claim %d answered %v, want it taken", i, err)
+		case i != 2:
+			if _, err := l.Lookup(ctx, groupKey(i)); err != nil {
+				t.Fatalf("claim %d was not kept: %v", i, err)
+			}
+		}
+	}
+	if got := l.d.group.grouped.Load(); got != n {
+		t.Fatalf("%d writes committed in a group, want %d", got, n)
+	}
+}
+
+// TestAWriteCutShortByTheGroupersBoundIsUnavailable runs a write alone
+// and a group with the grouper's bound already passed: each is answered
+// ledger.ErrUnavailable (whether it was kept is unknown), never a
+// deadline its caller, still waiting, could take for its own.
+func TestAWriteCutShortByTheGroupersBoundIsUnavailable(t *testing.T) {
+	l := newTestLedger(t, false)
+	ctx := t.Context()
+	g := l.d.group
+	g.bound = 0
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ledger.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s answered %v, want ledger.ErrUnavailable and not a deadline", what, err)
+		}
+	}
+	_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: groupKey(0), Now: groupT0, RetakeAfter: time.Minute})
+	check("a claim alone", err)
+	waitQueued, release := holdGroups(t, g)
+	const n = 3
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, _, errs[i] = l.Claim(ctx, ledger.ClaimParams{Key: groupKey(1 + i), Now: groupT0, RetakeAfter: time.Minute})
+		})
+	}
+	waitQueued(n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		check(fmt.Sprintf("claim %d of a group", i), err)
+	}
+}
+
 // TestManyFilersAreEachAnsweredOnce files from sixteen goroutines at once,
 // more than the groups under way can carry, so that groups end while
 // writes wait for one: every filing is answered and kept, and none waits
@@ -278,6 +438,8 @@ func TestOnlyAnErrorTheSessionOutlivesRunsTheGroupAgainAlone(t *testing.T) {
 		want bool
 	}{
 		{"check violation", &pgconn.PgError{Severity: "ERROR", Code: "23514"}, true},
+		{"check violation, on a server set to German", &pgconn.PgError{Severity: "FEHLER", SeverityUnlocalized: "ERROR", Code: "23514"}, true},
+		{"terminated, on a server set to French", &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}, false},
 		{"serialization failure at commit", fmt.Errorf("commit: %w", &pgconn.PgError{Severity: "ERROR", Code: "40001"}), true},
 		{"terminated, perhaps after the commit", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}, false},
 		{"connection lost", errors.New("unexpected EOF"), false},

@@ -112,7 +112,7 @@ func New(pool *pgxpool.Pool, o Options) *Ledger {
 		schema = DefaultSchema
 	}
 	d := &driver{pool: pool, rls: o.RLS, schema: schema, q: newQueries(pgx.Identifier{schema}.Sanitize())}
-	d.group = &grouper{d: d}
+	d.group = &grouper{d: d, bound: writeBound}
 	return &Ledger{Store: ledger.NewStore(d), d: d}
 }
 
