@@ -3,6 +3,7 @@ package ledgersqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync"
 )
 
@@ -40,6 +41,8 @@ type op struct {
 	fn     func(x on) error
 	err    chan error
 	lead   chan struct{} // this write's caller leads the next batch
+	// leads is set, under writer.mu, once the write is handed the lead.
+	leads bool
 }
 
 func newWriter(db *sql.DB, s *stmts) *writer {
@@ -48,9 +51,10 @@ func newWriter(db *sql.DB, s *stmts) *writer {
 	return w
 }
 
-// do runs fn as one write and answers when it is durable. Once queued, a
-// write is answered whatever its context does: a batch runs a write whose
-// caller gave up before it ran only to answer its context's error.
+// do runs fn as one write and answers when it is durable. A write whose
+// caller gives up while it waits in the queue leaves the queue unrun and
+// is answered its context's error at once; once a batch has taken it, or
+// it was handed the lead, it is answered when that batch ends.
 func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error {
 	o := &op{ctx: ctx, atomic: atomic, fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
 	w.mu.Lock()
@@ -65,13 +69,34 @@ func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error
 	if first {
 		w.commitNext()
 	}
-	select {
-	case err := <-o.err:
-		return err
-	case <-o.lead:
-		w.commitNext()
-		return <-o.err
+	done := ctx.Done()
+	for {
+		select {
+		case err := <-o.err:
+			return err
+		case <-o.lead:
+			w.commitNext()
+			return <-o.err
+		case <-done:
+			if w.withdraw(o) {
+				return ctx.Err()
+			}
+			done = nil // a batch has it, or it leads the next: wait for it
+		}
 	}
+}
+
+// withdraw takes o out of the queue if no batch has taken it and it was
+// not handed the lead, and reports whether it did.
+func (w *writer) withdraw(o *op) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(w.queue, o)
+	if i < 0 || o.leads {
+		return false
+	}
+	w.queue = slices.Delete(w.queue, i, i+1)
+	return true
 }
 
 // commitNext commits the queue's first writes as one batch, then hands
@@ -87,6 +112,7 @@ func (w *writer) commitNext() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.queue) > 0 {
+		w.queue[0].leads = true
 		w.queue[0].lead <- struct{}{}
 		return
 	}

@@ -3,6 +3,8 @@ package ledgersqlite
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +84,95 @@ func TestConcurrentWritesAreEachAnsweredWithTheirOwnRow(t *testing.T) {
 	rows, err := l.Unrecorded(t.Context(), "acme", 500)
 	if err != nil || len(rows) != 0 {
 		t.Fatalf("%d unrecorded after every record, %v", len(rows), err)
+	}
+}
+
+// holdBatch makes the writer behave as if a batch were in flight, so that
+// the writes sent next queue; waitQueued waits until n have.
+func holdBatch(w *writer) (waitQueued func(n int)) {
+	w.mu.Lock()
+	w.leading = true
+	w.mu.Unlock()
+	return func(n int) {
+		for {
+			w.mu.Lock()
+			queued := len(w.queue)
+			w.mu.Unlock()
+			if queued >= n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// A caller that gives up while its write waits in the queue, and no batch
+// ends, is answered its context's error at once, and its write leaves the
+// queue unrun.
+func TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce(t *testing.T) {
+	l := newLedger(t)
+	w := l.d.wr
+	waitQueued := holdBatch(w)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.Claim(gaveUp, ledger.ClaimParams{Key: key("k1"), Now: t0, RetakeAfter: time.Minute})
+		done <- err
+	}()
+	waitQueued(1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the claim answered %v, want its context's error", err)
+	}
+	w.mu.Lock()
+	queued := len(w.queue)
+	w.leading = false
+	w.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d writes queued after the only one gave up, want none", queued)
+	}
+	if _, err := l.Lookup(t.Context(), key("k1")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the claim's key: %v, want no row", err)
+	}
+}
+
+// A write handed the lead whose caller has given up does not leave the
+// queue, since the writes behind it wait on the batch it leads: it leads,
+// is answered its context's error unrun, and the write behind it commits.
+func TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp(t *testing.T) {
+	l := newLedger(t)
+	w := l.d.wr
+	waitQueued := holdBatch(w)
+	gaveUp, cancel := context.WithCancel(t.Context())
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, ctx := range []context.Context{gaveUp, t.Context()} {
+		wg.Go(func() {
+			_, _, errs[i] = l.Claim(ctx, ledger.ClaimParams{Key: key(fmt.Sprint("k", i)), Now: t0, RetakeAfter: time.Minute})
+		})
+		waitQueued(i + 1)
+	}
+	// As commitNext hands the lead to the first write queued, with its
+	// caller gone already: under the lock, so that it cannot leave first.
+	w.mu.Lock()
+	cancel()
+	w.queue[0].leads = true
+	w.queue[0].lead <- struct{}{}
+	w.mu.Unlock()
+	wg.Wait()
+	if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
+		t.Fatalf("the claims answered %v and %v, want the first its context's error and the second taken", errs[0], errs[1])
+	}
+	w.mu.Lock()
+	leading, queued := w.leading, len(w.queue)
+	w.mu.Unlock()
+	if leading || queued != 0 {
+		t.Fatalf("a batch still in flight (%v) and %d writes queued at the end, want neither", leading, queued)
+	}
+	if _, err := l.Lookup(t.Context(), key("k0")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the first claim's key: %v, want no row", err)
+	}
+	if _, err := l.Lookup(t.Context(), key("k1")); err != nil {
+		t.Fatalf("the second claim was not kept: %v", err)
 	}
 }
