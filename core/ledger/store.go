@@ -55,8 +55,9 @@ func (s *Store) ready(ctx context.Context) error {
 var passed = []error{ErrNonce, ErrLeaseHeld, ErrNotFound, ErrLoop, ErrInvalid, ErrClosed, ErrUnavailable, eventlog.ErrInvalid, eventlog.ErrReserved}
 
 // fail maps a driver's failure onto the port's errors: the port's own pass
-// as they are; a done context stays itself (the call changed nothing); a
-// store closed under the call is ErrClosed; the rest the driver maps.
+// as they are; a done context stays itself (the caller gave up: a write
+// under way then may have been kept or not, as when a connection is lost);
+// a store closed under the call is ErrClosed; the rest the driver maps.
 func (s *Store) fail(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
