@@ -3,8 +3,11 @@ package ledgersqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/relayr-go/relayr/core/ledger"
 )
 
 // maxBatch is the most writes one transaction carries.
@@ -100,7 +103,8 @@ func (w *writer) withdraw(o *op) bool {
 }
 
 // commitNext commits the queue's first writes as one batch, then hands
-// the lead to the first write left in the queue, if any.
+// the lead to the first write left in the queue, if any: even when a
+// write's function panics, so that the writes after it are still run.
 func (w *writer) commitNext() {
 	w.mu.Lock()
 	n := min(len(w.queue), maxBatch)
@@ -108,7 +112,13 @@ func (w *writer) commitNext() {
 	copy(batch, w.queue)
 	w.queue = w.queue[n:]
 	w.mu.Unlock()
+	defer w.handOn()
 	w.commit(batch)
+}
+
+// handOn ends a batch: it hands the lead to the first write queued, or
+// ends the leading.
+func (w *writer) handOn() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.queue) > 0 {
@@ -139,6 +149,10 @@ func (w *writer) close() {
 // write so waits at most BusyTimeout for another process's lock. In a
 // batch, each write runs in a savepoint, so one that fails is undone
 // alone.
+//
+// A write whose function panics is a defect: its transaction is rolled
+// back, every write of the batch is answered that it panicked, and the
+// panic goes on up the leader's goroutine.
 func (w *writer) commit(batch []*op) {
 	live := batch[:0:0]
 	for _, o := range batch {
@@ -148,15 +162,30 @@ func (w *writer) commit(batch []*op) {
 		}
 		live = append(live, o)
 	}
+	answered := false
+	defer func() {
+		if r := recover(); r != nil {
+			if !answered {
+				for _, o := range live {
+					o.err <- fmt.Errorf("ledgersqlite: a write panicked, and its batch of %d was rolled back: %v", len(live), r)
+				}
+			}
+			panic(r)
+		}
+	}()
 	ctx := context.Background()
 	switch {
 	case len(live) == 0:
 		return
 	case len(live) == 1 && !live[0].atomic:
-		live[0].err <- live[0].fn(on{ctx: ctx, s: w.s})
+		err := live[0].fn(on{ctx: ctx, s: w.s})
+		answered = true
+		live[0].err <- err
 		return
 	case len(live) == 1:
-		live[0].err <- w.tx(ctx, live[0].fn)
+		err := w.tx(ctx, live[0].fn)
+		answered = true
+		live[0].err <- err
 		return
 	}
 	errs := make([]error, len(live))
@@ -167,7 +196,12 @@ func (w *writer) commit(batch []*op) {
 			}
 			if errs[i] = o.fn(x); errs[i] != nil {
 				if _, err := x.exec(rollbackToSavepoint); err != nil {
-					return err // the transaction is lost: every write fails
+					// SQLite rolled the whole transaction back with this
+					// write's failure (an I/O error, a full disk), its
+					// savepoints with it: nothing of the batch is kept,
+					// and each other write may be tried again.
+					return fmt.Errorf("%w: ledgersqlite: the batch's transaction was lost with a write's failure (%s), then: %s",
+						ledger.ErrUnavailable, errs[i].Error(), err.Error())
 				}
 			}
 			if _, err := x.exec(releaseSavepoint); err != nil {
@@ -176,6 +210,7 @@ func (w *writer) commit(batch []*op) {
 		}
 		return nil
 	})
+	answered = true
 	for i, o := range live {
 		if errs[i] == nil {
 			errs[i] = err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,43 @@ func TestAWriteThatFailsInABatchIsUndoneAlone(t *testing.T) {
 	for _, k := range []string{"k2", "k4"} {
 		if _, err := l.Lookup(ctx, key(k)); !errors.Is(err, ledger.ErrNotFound) {
 			t.Errorf("%s after the batch: %v, want ErrNotFound", k, err)
+		}
+	}
+}
+
+// A write whose failure SQLite answers by rolling the whole transaction
+// back (a full disk) takes its batch's savepoints with it: the writes
+// beside it are answered ledger.ErrUnavailable, since nothing of the
+// batch is kept and each may be tried again, not the missing savepoint.
+func TestAWriteThatLosesTheBatchsTransactionLeavesTheOthersUnavailable(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	var pages int
+	if err := l.d.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.d.w.ExecContext(ctx, fmt.Sprint("PRAGMA max_page_count = ", pages+20)); err != nil {
+		t.Fatal(err)
+	}
+	var c1, c3 ledger.Claim
+	tooBig := &op{ctx: ctx, err: make(chan error, 1), fn: func(x on) error {
+		_, err := x.exec(saveSnapshot, "acme", "ops", "7", []byte(strings.Repeat("z", 4<<20)), nil, nil)
+		return err
+	}}
+	batch := []*op{takeOp(ctx, key("k1"), &c1), tooBig, takeOp(ctx, key("k3"), &c3)}
+	l.d.wr.commit(batch)
+	for i, o := range batch {
+		err := <-o.err
+		if i == 1 {
+			err = l.d.MapError(err)
+		}
+		if !errors.Is(err, ledger.ErrUnavailable) {
+			t.Errorf("write %d answered %v, want ledger.ErrUnavailable", i+1, err)
+		}
+	}
+	for _, k := range []string{"k1", "k3"} {
+		if _, err := l.Lookup(ctx, key(k)); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("%s after the lost batch: %v, want ErrNotFound", k, err)
 		}
 	}
 }
@@ -174,5 +212,42 @@ func TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp(t *testing.T) {
 	}
 	if _, err := l.Lookup(t.Context(), key("k1")); err != nil {
 		t.Fatalf("the second claim was not kept: %v", err)
+	}
+}
+
+// A write whose function panics (a defect) rolls its batch back: every
+// write in it is answered that it panicked, the panic goes on up the
+// leader's goroutine, and the writer still takes the next write.
+func TestAWriteThatPanicsLeavesTheWriterWorking(t *testing.T) {
+	l := newLedger(t)
+	w := l.d.wr
+	ctx := t.Context()
+	var c1, c3 ledger.Claim
+	panicking := &op{ctx: ctx, err: make(chan error, 1), fn: func(on) error { panic("a defect") }}
+	batch := []*op{takeOp(ctx, key("k1"), &c1), panicking, takeOp(ctx, key("k3"), &c3)}
+	w.mu.Lock()
+	w.leading = true
+	w.queue = append(w.queue, batch...)
+	w.mu.Unlock()
+	func() {
+		defer func() {
+			if r := recover(); r != "a defect" {
+				t.Errorf("the leader recovered %v, want the write's panic", r)
+			}
+		}()
+		w.commitNext()
+	}()
+	for i, o := range batch {
+		if err := <-o.err; err == nil || !strings.Contains(err.Error(), "panicked") {
+			t.Errorf("write %d answered %v, want that a write panicked", i+1, err)
+		}
+	}
+	for _, k := range []string{"k1", "k3"} {
+		if _, err := l.Lookup(ctx, key(k)); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("%s after the batch rolled back: %v, want ErrNotFound", k, err)
+		}
+	}
+	if _, o, err := l.Claim(ctx, ledger.ClaimParams{Key: key("k4"), Now: t0, RetakeAfter: time.Minute}); err != nil || o != ledger.Fresh {
+		t.Fatalf("the next claim answered %v, %v: want it taken", o, err)
 	}
 }
