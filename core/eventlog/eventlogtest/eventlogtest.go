@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,7 @@ func readAfter(t *testing.T, l eventlog.Log) {
 		{2, 100, "3:e3,4:e4,5:e5,6:e6,7:e7"},
 		{0, 0, ""},
 		{-1, 1, "1:e1"},
+		{2, math.MaxInt, "3:e3,4:e4,5:e5,6:e6,7:e7"},
 	}
 	for _, c := range cases {
 		if got := seqs(read(t, l, "acme", "ops", c.after, c.limit)); got != c.want {

@@ -481,7 +481,10 @@ func (l *driver) Read(_ context.Context, tenant, workspace string, afterSeq int6
 	if afterSeq < 0 {
 		afterSeq = 0
 	}
-	end := min(int64(len(wl.events)), afterSeq+int64(limit))
+	end := int64(len(wl.events))
+	if int64(limit) < end-afterSeq { // not afterSeq+limit, which a large limit overflows
+		end = afterSeq + int64(limit)
+	}
 	out := make([]eventlog.Event, 0, end-afterSeq)
 	for _, e := range wl.events[afterSeq:end] {
 		e.Data = bytes.Clone(e.Data)
