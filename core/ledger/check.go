@@ -11,13 +11,18 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
-// checkClaim checks a claim's key, correlation and retake duration.
+// checkClaim checks a claim's key, correlation, time and retake duration.
 func checkClaim(p ClaimParams) error {
 	if err := CheckKey(p.Key); err != nil {
 		return err
 	}
 	if p.RetakeAfter <= 0 {
 		return invalid("RetakeAfter must be positive")
+	}
+	if p.Now.IsZero() {
+		// ADR-0033's retake counts from the claim's time: a claim without
+		// one could never lapse where a store keeps no zero time.
+		return invalid("a claim needs its time (Now)")
 	}
 	return CheckText(p.Correlation)
 }

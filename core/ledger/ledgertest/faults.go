@@ -144,6 +144,12 @@ func nulBytes(t *testing.T, l ledger.Ledger) {
 			_, err := l.DeadLetter(ctx, ledger.DeadLetter{Follower: f, ID: "1", Reason: nul, At: t0})
 			return err
 		},
+		"Claim without its time": func() error {
+			// A zero Now would leave the claim held for good where the
+			// store keeps no time for it (ADR-0033: a lapsed claim is retaken).
+			_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: key("untimed"), RetakeAfter: retakeAfter})
+			return err
+		},
 		"Claim empty tenant": func() error {
 			k := key("x")
 			k.Tenant = ""
