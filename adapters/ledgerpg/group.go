@@ -86,9 +86,9 @@ type groupWake struct {
 // row runs sql for k, a statement answering at most one row, scanned into
 // dest; no row is pgx.ErrNoRows, as driver.row answers. A write whose
 // caller gives up while it waits in the queue leaves the queue unrun and
-// is answered its context's error at once; once a group has taken it, or
-// it was handed the lead, it is answered when that group ends (within the
-// grouper's bound).
+// is answered its context's error at once, handing on the lead if it was
+// handed it; once a group has taken it, it is answered when that group
+// ends (within the grouper's bound).
 func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any, dest ...any) error {
 	w := &groupWrite{ctx: ctx, key: k, sql: sql, args: args, dest: dest, wake: make(chan groupWake, 2)}
 	g.mu.Lock()
@@ -114,21 +114,28 @@ func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any,
 			if g.withdraw(w) {
 				return ctx.Err()
 			}
-			done = nil // a group has it, or it leads the next: wait for it
+			done = nil // a group has it: its answer comes
 		}
 	}
 }
 
-// withdraw takes w out of the queue if no group has taken it and it was
-// not handed the lead, and reports whether it did.
+// withdraw takes w out of the queue if no group has taken it, and reports
+// whether it did. A lead handed to w and not yet taken up is handed on, as
+// a group's end hands it: only then may w's caller go.
 func (g *grouper) withdraw(w *groupWrite) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	i := slices.Index(g.queue, w)
-	if i < 0 || w.leads {
+	if i < 0 {
 		return false
 	}
 	g.queue = slices.Delete(g.queue, i, i+1)
+	// A write in the queue has no answer yet: a wake waiting is the lead.
+	select {
+	case <-w.wake:
+		g.handOnLocked()
+	default:
+	}
 	return true
 }
 
@@ -151,6 +158,11 @@ func (g *grouper) commitNext() {
 func (g *grouper) handOn() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.handOnLocked()
+}
+
+// handOnLocked is handOn with g.mu held.
+func (g *grouper) handOnLocked() {
 	for _, w := range g.queue {
 		if !w.leads {
 			w.leads = true

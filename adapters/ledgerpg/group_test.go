@@ -216,36 +216,54 @@ func TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce(t *testing.T) {
 	}
 }
 
-// TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp hands the lead to a
-// write whose caller has given up: it does not leave the queue, since the
-// writes behind it wait on the group it leads. It leads, is answered its
-// context's error unrun, and the write behind it is committed.
-func TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp(t *testing.T) {
+// TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp hands the lead to a
+// write whose caller has given up, with a write queued behind it that
+// waits on another session's lock: the first is answered its context's
+// error at once, without waiting on the second, which leads its own group
+// and is committed once the lock is let go.
+func TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp(t *testing.T) {
 	l := newTestLedger(t, false)
 	g := l.d.group
-	waitQueued, _ := holdGroups(t, g)
-	gaveUp, cancel := context.WithCancel(t.Context())
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	claim := func(ctx context.Context, i int) {
-		wg.Go(func() {
-			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		})
-		waitQueued(i + 1)
+	ctx := t.Context()
+	lock := fmt.Sprint(time.Now().UnixNano()) // an advisory lock no other test takes
+	holder, err := pgtest.Open(t, pgtest.Admin(t)).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	claim(gaveUp, 0)
-	claim(t.Context(), 1)
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1::bigint)`, lock); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued, _ := holdGroups(t, g)
+	gaveUp, cancel := context.WithCancel(ctx)
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(0), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		first <- err
+	}()
+	waitQueued(1)
+	second := make(chan error, 1)
+	go func() {
+		var n int
+		second <- g.row(ctx, groupKey(1), `SELECT 1 FROM pg_advisory_xact_lock($1::bigint)`, []any{lock}, &n)
+	}()
+	waitQueued(2)
 	// As handOn hands the lead to the first write queued, with its caller
 	// gone already: under the lock, so that it cannot leave the queue first.
 	g.mu.Lock()
 	cancel()
-	first := g.queue[0]
-	first.leads = true
-	first.wake <- groupWake{lead: true}
+	w := g.queue[0]
+	w.leads = true
+	w.wake <- groupWake{lead: true}
 	g.mu.Unlock()
-	wg.Wait()
-	if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
-		t.Fatalf("the claims answered %v and %v, want the first its context's error and the second taken", errs[0], errs[1])
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first write answered %v, want its context's error", err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1::bigint)`, lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second write answered %v, want it run", err)
 	}
 	g.handOn() // the other group held ends
 	g.mu.Lock()
@@ -254,11 +272,8 @@ func TestAWriteHandedTheLeadLeadsThoughItsCallerGaveUp(t *testing.T) {
 	if inFlight != 0 || queued != 0 {
 		t.Fatalf("%d groups under way and %d writes queued at the end, want none", inFlight, queued)
 	}
-	if _, err := l.Lookup(t.Context(), groupKey(0)); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("the first claim's key: %v, want no row", err)
-	}
-	if _, err := l.Lookup(t.Context(), groupKey(1)); err != nil {
-		t.Fatalf("the second claim was not kept: %v", err)
+	if _, err := l.Lookup(ctx, groupKey(0)); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the first write's key: %v, want no row", err)
 	}
 }
 

@@ -44,8 +44,6 @@ type op struct {
 	fn     func(x on) error
 	err    chan error
 	lead   chan struct{} // this write's caller leads the next batch
-	// leads is set, under writer.mu, once the write is handed the lead.
-	leads bool
 }
 
 func newWriter(db *sql.DB, s *stmts) *writer {
@@ -56,8 +54,9 @@ func newWriter(db *sql.DB, s *stmts) *writer {
 
 // do runs fn as one write and answers when it is durable. A write whose
 // caller gives up while it waits in the queue leaves the queue unrun and
-// is answered its context's error at once; once a batch has taken it, or
-// it was handed the lead, it is answered when that batch ends.
+// is answered its context's error at once, handing on the lead if it was
+// handed it; once a batch has taken it, it is answered when that batch
+// ends.
 func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error {
 	o := &op{ctx: ctx, atomic: atomic, fn: fn, err: make(chan error, 1), lead: make(chan struct{}, 1)}
 	w.mu.Lock()
@@ -84,21 +83,27 @@ func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error
 			if w.withdraw(o) {
 				return ctx.Err()
 			}
-			done = nil // a batch has it, or it leads the next: wait for it
+			done = nil // a batch has it: its answer comes
 		}
 	}
 }
 
-// withdraw takes o out of the queue if no batch has taken it and it was
-// not handed the lead, and reports whether it did.
+// withdraw takes o out of the queue if no batch has taken it, and reports
+// whether it did. A lead handed to o and not yet taken up is handed on, as
+// a batch's end hands it: only then may o's caller go.
 func (w *writer) withdraw(o *op) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := slices.Index(w.queue, o)
-	if i < 0 || o.leads {
+	if i < 0 {
 		return false
 	}
 	w.queue = slices.Delete(w.queue, i, i+1)
+	select {
+	case <-o.lead:
+		w.handOnLocked()
+	default:
+	}
 	return true
 }
 
@@ -121,8 +126,12 @@ func (w *writer) commitNext() {
 func (w *writer) handOn() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.handOnLocked()
+}
+
+// handOnLocked is handOn with w.mu held.
+func (w *writer) handOnLocked() {
 	if len(w.queue) > 0 {
-		w.queue[0].leads = true
 		w.queue[0].lead <- struct{}{}
 		return
 	}
