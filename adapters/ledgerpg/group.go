@@ -75,6 +75,8 @@ type groupWrite struct {
 	// leads is set, under grouper.mu, once the write's caller leads: by
 	// its own choice, or handed the lead.
 	leads bool
+	// answered is set once the write is answered, by the group's leader.
+	answered bool
 }
 
 // groupWake is what wakes a write's caller: the lead, or its answer.
@@ -140,15 +142,16 @@ func (g *grouper) withdraw(w *groupWrite) bool {
 }
 
 // commitNext commits the queue's first writes as one group, then hands the
-// lead to the first write left in the queue that does not lead, if any.
+// lead to the first write left in the queue that does not lead, if any:
+// even when the group panics, so that the writes after it still run.
 func (g *grouper) commitNext() {
 	g.mu.Lock()
 	n := min(len(g.queue), maxGroup)
 	group := slices.Clone(g.queue[:n])
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
+	defer g.handOn()
 	g.commit(group)
-	g.handOn()
 }
 
 // handOn ends a group: it hands the lead to the first queued write that
@@ -177,7 +180,23 @@ func (g *grouper) handOnLocked() {
 // gave up before it ran is answered its context's error and not run; a
 // write alone runs as driver.row runs it, with its caller's context, within
 // the grouper's bound.
+//
+// A panic while the group runs is a defect: each write not yet answered is
+// answered ledger.ErrUnavailable (the group may have committed, since its
+// COMMIT was sent with it), and the panic goes on up the leader's
+// goroutine.
 func (g *grouper) commit(group []*groupWrite) {
+	defer func() {
+		if r := recover(); r != nil {
+			for _, w := range group {
+				if !w.answered {
+					w.answer(fmt.Errorf("%w: ledgerpg: a write in a group of %d panicked, and whether the group was kept is unknown: %v",
+						ledger.ErrUnavailable, len(group), r))
+				}
+			}
+			panic(r)
+		}
+	}()
 	live := group[:0:0]
 	for _, w := range group {
 		if err := w.ctx.Err(); err != nil {
@@ -240,7 +259,10 @@ func (g *grouper) outlived(bound, caller context.Context, err error) error {
 }
 
 // answer answers the write's caller.
-func (w *groupWrite) answer(err error) { w.wake <- groupWake{err: err} }
+func (w *groupWrite) answer(err error) {
+	w.answered = true
+	w.wake <- groupWake{err: err}
+}
 
 // alone runs one write as driver.row does, on its caller's context and
 // by deadline at the latest.
@@ -279,6 +301,12 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 	}
 	b.Queue("COMMIT")
 	br := g.d.pool.SendBatch(ctx, b)
+	closed := false
+	defer func() {
+		if !closed { // a panic: the connection goes back to the pool all the same
+			_ = br.Close()
+		}
+	}()
 	errs := make([]error, len(live))
 	err := func() error {
 		if _, err := br.Exec(); err != nil {
@@ -306,6 +334,7 @@ func (g *grouper) together(live []*groupWrite) ([]error, error) {
 		_, err := br.Exec()
 		return err
 	}()
+	closed = true
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}

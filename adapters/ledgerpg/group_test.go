@@ -465,3 +465,62 @@ func TestOnlyAnErrorTheSessionOutlivesRunsTheGroupAgainAlone(t *testing.T) {
 		}
 	}
 }
+
+// panicky is a destination whose scan panics, as a defect would.
+type panicky struct{}
+
+func (panicky) Scan(any) error { panic("a defect") }
+
+// TestAGroupThatPanicsLeavesTheGrouperWorking puts a write whose scan
+// panics into a group of claims: every write is answered
+// ledger.ErrUnavailable (the group's COMMIT was sent with it, so whether
+// it was kept is unknown), the panic goes on up the leader's goroutine,
+// the connection goes back to the pool, and the next write runs.
+func TestAGroupThatPanicsLeavesTheGrouperWorking(t *testing.T) {
+	l := newTestLedger(t, false)
+	g := l.d.group
+	ctx := t.Context()
+	waitQueued, release := holdGroups(t, g)
+	const n = 3
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if i == 1 {
+				errs[i] = g.row(ctx, groupKey(i), `SELECT 'x'::text`, nil, &panicky{})
+				return
+			}
+			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		})
+	}
+	waitQueued(n)
+	func() {
+		defer func() {
+			if r := recover(); r != "a defect" {
+				t.Errorf("the leader recovered %v, want the scan's panic", r)
+			}
+			g.mu.Lock()
+			g.inFlight-- // the second group held, which release would have ended
+			g.mu.Unlock()
+		}()
+		release()
+	}()
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, ledger.ErrUnavailable) {
+			t.Errorf("write %d answered %v, want ledger.ErrUnavailable", i, err)
+		}
+	}
+	if acquired := l.d.pool.Stat().AcquiredConns(); acquired != 0 {
+		t.Errorf("%d connections still taken from the pool, want none", acquired)
+	}
+	g.mu.Lock()
+	inFlight, queued := g.inFlight, len(g.queue)
+	g.mu.Unlock()
+	if inFlight != 0 || queued != 0 {
+		t.Fatalf("%d groups under way and %d writes queued after the panic, want none", inFlight, queued)
+	}
+	if _, o, err := l.Claim(ctx, ledger.ClaimParams{Key: groupKey(9), Now: groupT0, RetakeAfter: time.Minute}); err != nil || o != ledger.Fresh {
+		t.Fatalf("the next claim answered %v, %v: want it taken", o, err)
+	}
+}
