@@ -98,7 +98,9 @@ func (cs *Connections) Binding(tenant, workspace string) (Binding, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	b, ok := cs.bindings[tenant+"/"+workspace]
-	if !ok {
+	// A name holds "/" itself: tenant "acme" and workspace "x/ops" make the
+	// key of tenant "acme/x"'s workspace "ops", which is not theirs.
+	if !ok || b.Tenant != tenant || b.Workspace != workspace {
 		return Binding{}, fmt.Errorf("%w: %s/%s", ErrUnbound, tenant, workspace)
 	}
 	return b, nil

@@ -91,3 +91,17 @@ func TestAnUnboundWorkspaceIsErrUnbound(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A "/" in a request's workspace does not reach another tenant's binding:
+// tenant "acme" with workspace "x/ops" is not tenant "acme/x"'s "ops".
+func TestASlashInANameReachesNoOtherTenantsBinding(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	theirs := binding.Binding{Tenant: "acme/x", Workspace: "ops", Connector: &faketracker.Connector{Fake: faketracker.New(faketracker.LikePlane)}}
+	cs := binding.NewConnections(clk, &countingStore{}, theirs)
+	if _, err := cs.Binding("acme", "x/ops"); !errors.Is(err, binding.ErrUnbound) {
+		t.Fatalf("tenant acme's workspace x/ops answered %v, want ErrUnbound", err)
+	}
+	if b, err := cs.Binding("acme/x", "ops"); err != nil || b.Tenant != "acme/x" {
+		t.Fatalf("the binding's own names answered %+v, %v", b, err)
+	}
+}
