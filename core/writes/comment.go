@@ -100,6 +100,8 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	if err != nil {
 		return CommentResult{}, s.failed(ctx, k, row.Nonce, err)
 	}
+	ctx, done := s.landed(ctx) // the comment stands: it is recorded whatever its caller does
+	defer done()
 	return s.recordComment(ctx, k, row.Nonce, posted, Created)
 }
 

@@ -353,6 +353,10 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	case err != nil:
 		return Result{}, s.failed(ctx, k, nonce, err)
 	}
+	// The item stands in the tracker: it is recorded whatever its caller
+	// does from here.
+	ctx, cancel := s.landed(ctx)
+	defer cancel()
 	// What the tracker answered it holds is recorded beside the prediction.
 	if err := s.recordHeld(ctx, k, predicted, made); err != nil {
 		return Result{}, ledgerFailed(err)
@@ -365,6 +369,15 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 		}
 	}
 	return res, err
+}
+
+// landed answers the context a write's records run on once the tracker has
+// taken it. Its caller may give up now, but what stands in the tracker is
+// recorded all the same (ADR-0033): an item left unrecorded holds its key
+// until the claim is retaken, and a follower would read relayr's own
+// creation as a person's. It has a write bound of its own.
+func (s session) landed(ctx context.Context) (context.Context, context.CancelFunc) {
+	return s.w.clock.WithTimeout(context.WithoutCancel(ctx), s.w.opts.WriteBound)
 }
 
 // adopt records an item an earlier attempt made, giving it the draft's

@@ -853,3 +853,24 @@ func last(recorded string) string {
 	}
 	return p[len(p)-1]
 }
+
+// A caller who gives up once the tracker has taken its create leaves the
+// item recorded all the same (ADR-0033): the key holds no unrecorded claim
+// and a retry answers the item made, not a second one.
+func TestAnItemMadeIsRecordedThoughItsCallerGaveUp(t *testing.T) {
+	e := newEnv(t, faketracker.LikePlane)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.fake.OnRequest(cancel) // the caller gives up as the create is sent
+	_, _ = e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "t"}, Correlation: "run-k"})
+	row := e.row(ledger.KindItem, "k")
+	if !row.Recorded || row.Ref.ID == "" {
+		t.Fatalf("the key's row after its caller gave up: %+v, want the item made recorded", row)
+	}
+	r := e.mustEnsure("k", tracker.Draft{Title: "t"})
+	if r.Item.Ref.ID != row.Ref.ID || r.How != writes.Existing {
+		t.Fatalf("the retry answered %+v, want the item made (%s)", r, row.Ref.ID)
+	}
+	if n := e.fake.Calls("Create"); n != 1 {
+		t.Fatalf("%d creates, want 1", n)
+	}
+}
