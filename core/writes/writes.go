@@ -40,7 +40,10 @@ const (
 	DefaultCapLimit  = 20
 )
 
-// Options tune a Writer; a zero field takes the seeds' default.
+// Options tune a Writer; a zero field takes the seeds' default. WriteBound
+// must be shorter than RetakeAfter: an attempt still creating when its
+// claim is retaken could see a second attempt file the key again (the
+// relayr binary's configuration refuses it).
 type Options struct {
 	RetakeAfter time.Duration
 	WriteBound  time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/writes"
 )
 
 // Config is a whole configuration, as read.
@@ -322,6 +323,12 @@ func (c *Config) validate() []string {
 	}
 	if c.TrackerConns < 0 {
 		add("tracker_conns %d is below 1 (leave it out for 16)", c.TrackerConns)
+	}
+	// ADR-0033: an attempt's writes end within its write bound, before any
+	// other attempt may retake its claim; a bound at or past the retake
+	// would let a second attempt file while the first still creates.
+	if wb, ra := c.Timings.WriteBound.Or(writes.DefaultWriteBound), c.Timings.RetakeAfter.Or(writes.DefaultRetakeAfter); wb >= ra {
+		add("timings: write_bound (%s) must be shorter than retake_after (%s), or a slow create could be filed twice", wb, ra)
 	}
 	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {
 		add("timings: cap_limit and budget must be positive")

@@ -132,6 +132,9 @@ func TestRefusals(t *testing.T) {
 		{"ABadSubscriptionURL", func(s string) string {
 			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "ftp://x"`, 1)
 		}, `url: "ftp://x" is not an http(s) URL`},
+		{"AWriteBoundPastTheRetake", func(s string) string {
+			return strings.Replace(s, "[timings]\n", "[timings]\nwrite_bound = \"45s\"\n", 1)
+		}, "timings: write_bound (45s) must be shorter than retake_after (30s)"},
 		{"ADuplicateBinding", func(s string) string {
 			i := strings.Index(s, "[[bindings]]")
 			j := strings.Index(s, "[[subscriptions]]")
