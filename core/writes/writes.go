@@ -472,6 +472,15 @@ func (s session) holdClaim(err error) error { return classify(err) }
 // failed turns a tracker failure under a claim into the attempt's error,
 // releasing the claim when the tracker certainly didn't take the write.
 func (s session) failed(ctx context.Context, k ledger.Key, nonce string, err error) error {
+	if errors.Is(err, errLedger) {
+		// The ledger failed before the tracker was asked: nothing was sent,
+		// so the claim is released, and the failure is the ledger's (a
+		// value no store keeps is the caller's).
+		if rerr := s.w.ledger.Release(ctx, k, nonce); rerr != nil && !errors.Is(rerr, ledger.ErrNonce) {
+			return errors.Join(ledgerFailed(err), rerr)
+		}
+		return ledgerFailed(err)
+	}
 	if tracker.CertainlyNotTaken(err) {
 		// A write the tracker certainly didn't take releases the claim, so
 		// a run can write by the same key again at once.

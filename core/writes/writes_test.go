@@ -874,3 +874,37 @@ func TestAnItemMadeIsRecordedThoughItsCallerGaveUp(t *testing.T) {
 		t.Fatalf("%d creates, want 1", n)
 	}
 }
+
+// setValuesFails is a ledger whose SetValues fails with err.
+type setValuesFails struct {
+	*memledger.Ledger
+	err error
+}
+
+func (l setValuesFails) SetValues(context.Context, ledger.Key, map[string]string) (map[string]string, error) {
+	return nil, l.err
+}
+
+// A ledger failure before the create is sent releases the claim, since the
+// tracker was not asked, and answers the ledger's failure: unavailable for
+// a store that did not answer, invalid for a value no store keeps.
+func TestALedgerFailureBeforeTheCreateReleasesTheClaim(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want writes.Code
+	}{
+		{ledger.ErrUnavailable, writes.CodeUnavailable},
+		{ledger.ErrInvalid, writes.CodeInvalid},
+	} {
+		e := newEnv(t, faketracker.LikePlane)
+		w := writes.New(writes.Config{Ledger: setValuesFails{e.ledger, c.err}, Log: e.ledger, Connections: e.conns, Integrations: e.switch_, Clock: e.clock, Metrics: e.m, Budget: e.budget})
+		_, err := w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "t"}})
+		wantCode(t, err, c.want)
+		if _, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("%v: the key's claim after the ledger failed: %v, want it released", c.err, err)
+		}
+		if n := e.fake.Calls("Create"); n != 0 {
+			t.Fatalf("%v: %d creates, want none", c.err, n)
+		}
+	}
+}
