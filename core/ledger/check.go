@@ -19,6 +19,10 @@ func checkClaim(p ClaimParams) error {
 	if p.RetakeAfter <= 0 {
 		return invalid("RetakeAfter must be positive")
 	}
+	if len(p.Correlation) > MaxCorrelation {
+		// Copied onto every event of the item, for the item's life.
+		return invalid("a correlation over %d bytes", MaxCorrelation)
+	}
 	if p.Now.IsZero() {
 		// ADR-0033's retake counts from the claim's time: a claim without
 		// one could never lapse where a store keeps no zero time.

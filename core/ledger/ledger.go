@@ -393,6 +393,10 @@ type Ledger interface {
 const (
 	MaxName = eventlog.MaxName
 	MaxKey  = tracker.MaxKeyBytes
+	// MaxCorrelation is the longest correlation a claim keeps (four keys'
+	// worth, so one can hold a key and more): the followers copy it onto
+	// every event of the claim's item, for the item's life.
+	MaxCorrelation = 4 * MaxKey
 )
 
 // CheckText refuses what no store can keep alike: a NUL byte or text that is

@@ -40,6 +40,9 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	if err := tracker.ValidateName("item key", p.ItemKey); err != nil {
 		return CommentResult{}, wrap(CodeInvalid, err)
 	}
+	if err := checkCorrelation(p.Correlation); err != nil {
+		return CommentResult{}, err
+	}
 	s, err := w.begin(ctx, p.Tenant, p.Workspace, p.Key)
 	if err != nil {
 		return CommentResult{}, err

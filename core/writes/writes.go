@@ -217,11 +217,23 @@ func checkName(field, v string) error {
 	return nil
 }
 
+// checkCorrelation refuses a correlation longer than any store keeps: the
+// claim's is copied onto every event of its item.
+func checkCorrelation(v string) error {
+	if len(v) > ledger.MaxCorrelation {
+		return wrap(CodeInvalid, &tracker.InvalidError{Field: "correlation", Reason: fmt.Sprintf("is %d bytes, over %d", len(v), ledger.MaxCorrelation)})
+	}
+	return nil
+}
+
 // EnsureItem files the key's item once and answers it (ADR-0033's
 // ensure_item).
 func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error) {
 	if err := tracker.ValidateDraft(p.Draft); err != nil {
 		return Result{}, wrap(CodeInvalid, err)
+	}
+	if err := checkCorrelation(p.Correlation); err != nil {
+		return Result{}, err
 	}
 	s, err := w.begin(ctx, p.Tenant, p.Workspace, p.Key)
 	if err != nil {

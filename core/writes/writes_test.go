@@ -908,3 +908,20 @@ func TestALedgerFailureBeforeTheCreateReleasesTheClaim(t *testing.T) {
 		}
 	}
 }
+
+// A correlation longer than any store keeps is the caller's error, before
+// the ledger or the tracker is touched.
+func TestACorrelationOverItsLimitIsInvalid(t *testing.T) {
+	e := newEnv(t, faketracker.LikePlane)
+	_, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "t"}, Correlation: strings.Repeat("c", ledger.MaxCorrelation+1)})
+	wantCode(t, err, writes.CodeInvalid)
+	if e.fake.TotalCalls() != 0 {
+		t.Fatal("the correlation reached the tracker")
+	}
+	if _, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatal("the correlation touched the ledger")
+	}
+	e.mustEnsure("k", tracker.Draft{Title: "t"})
+	_, err = e.w.Comment(context.Background(), writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: "c1", Body: "b", Correlation: strings.Repeat("c", ledger.MaxCorrelation+1)})
+	wantCode(t, err, writes.CodeInvalid)
+}

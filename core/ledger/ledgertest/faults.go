@@ -144,6 +144,10 @@ func nulBytes(t *testing.T, l ledger.Ledger) {
 			_, err := l.DeadLetter(ctx, ledger.DeadLetter{Follower: f, ID: "1", Reason: nul, At: t0})
 			return err
 		},
+		"Claim correlation over its limit": func() error {
+			_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: key("chatty"), Correlation: strings.Repeat("c", ledger.MaxCorrelation+1), Now: t0, RetakeAfter: retakeAfter})
+			return err
+		},
 		"Claim without its time": func() error {
 			// A zero Now would leave the claim held for good where the
 			// store keeps no time for it (ADR-0033: a lapsed claim is retaken).
