@@ -52,6 +52,22 @@ func (s session) known(ctx context.Context, row ledger.Claim) (tracker.Item, err
 	return it, nil
 }
 
+// resolvesIn answers how long until an unrecorded claim can resolve, a
+// second at the least: the end of its holder's write bound or, past it,
+// when the claim can be retaken (ADR-0033); none once it can be retaken,
+// when it is older than RetakeAfter.
+func (w *Writer) resolvesIn(row ledger.Claim) time.Duration {
+	now := w.clock.Now()
+	if now.Sub(row.ClaimedAt) > w.opts.RetakeAfter {
+		return 0
+	}
+	resolves := row.ClaimedAt.Add(w.opts.WriteBound).Sub(now)
+	if resolves <= 0 {
+		resolves = row.ClaimedAt.Add(w.opts.RetakeAfter).Sub(now)
+	}
+	return max(resolves, time.Second)
+}
+
 // waitForHolder answers a key whose fresh claim another attempt holds.
 // An attempt of this process is waited for: its writes end within its
 // write bound (ADR-0033), so by then it recorded what it made or ended, and
@@ -71,12 +87,7 @@ func (w *Writer) waitForHolder(ctx context.Context, k ledger.Key, row ledger.Cla
 		}
 		settled, done, local := w.holding(k, row.Nonce)
 		if !local {
-			now := w.clock.Now()
-			resolves := row.ClaimedAt.Add(w.opts.WriteBound).Sub(now)
-			if resolves <= 0 {
-				resolves = row.ClaimedAt.Add(w.opts.RetakeAfter).Sub(now)
-			}
-			return row, &Error{Code: CodeClaimed, RetryAfter: max(resolves, time.Second),
+			return row, &Error{Code: CodeClaimed, RetryAfter: max(w.resolvesIn(row), time.Second),
 				Err: fmt.Errorf("key %q is claimed by another attempt", k.Key)}
 		}
 		select {

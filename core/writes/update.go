@@ -142,8 +142,14 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 		return ledger.Claim{}, ledgerFailed(err)
 	case row.Deleted:
 		return ledger.Claim{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
+	case !row.Recorded && s.w.resolvesIn(row) > 0:
+		return ledger.Claim{}, &Error{Code: CodeClaimed, RetryAfter: s.w.resolvesIn(row),
+			Err: fmt.Errorf("key %q is being filed by another attempt", k.Key)}
 	case !row.Recorded:
-		return ledger.Claim{}, wrap(CodeClaimed, fmt.Errorf("key %q is being filed by another attempt", k.Key))
+		// The attempt that claimed the key ended without recording: only
+		// ensure resolves it (ADR-0033: it retakes the claim and looks the
+		// item up first), so a retry of this write could never succeed.
+		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("the attempt that filed key %q did not finish: ensure the key again to resolve it", k.Key))
 	}
 	return row, nil
 }

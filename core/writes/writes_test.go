@@ -925,3 +925,34 @@ func TestACorrelationOverItsLimitIsInvalid(t *testing.T) {
 	_, err = e.w.Comment(context.Background(), writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: "c1", Body: "b", Correlation: strings.Repeat("c", ledger.MaxCorrelation+1)})
 	wantCode(t, err, writes.CodeInvalid)
 }
+
+// An update to a key whose filing has not finished is told to wait until
+// the claim can resolve; once the claim can be retaken, only ensure can
+// resolve it, and the update is refused, not told to retry for ever.
+func TestAnUpdateToAKeyWhoseFilingDidNotFinishIsToldWhatResolvesIt(t *testing.T) {
+	e := newEnv(t, faketracker.LikePlane)
+	k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}
+	if _, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Now: t0, RetakeAfter: writes.DefaultRetakeAfter}); err != nil {
+		t.Fatal(err)
+	}
+	title := "new"
+	_, err := e.update("k", tracker.Patch{Title: &title})
+	var werr *writes.Error
+	if !errors.As(err, &werr) || werr.Code != writes.CodeClaimed || werr.RetryAfter != writes.DefaultWriteBound {
+		t.Fatalf("an update while the filing may still run answered %v, want tracker_claimed after the write bound", err)
+	}
+	e.clock.Advance(writes.DefaultRetakeAfter)
+	if _, err := e.update("k", tracker.Patch{Title: &title}); !errors.As(err, &werr) || werr.Code != writes.CodeClaimed || werr.RetryAfter != time.Second {
+		t.Fatalf("an update as the claim lapses answered %v, want tracker_claimed after a second", err)
+	}
+	e.clock.Advance(time.Second)
+	_, err = e.update("k", tracker.Patch{Title: &title})
+	wantCode(t, err, writes.CodeRefused)
+	if !strings.Contains(err.Error(), "ensure the key again") {
+		t.Fatalf("the refusal %q does not say what resolves it", err)
+	}
+	e.mustEnsure("k", tracker.Draft{Title: "t"})
+	if _, err := e.update("k", tracker.Patch{Title: &title}); err != nil {
+		t.Fatalf("the update once ensure resolved the key: %v", err)
+	}
+}
