@@ -311,7 +311,8 @@ func ValidateName(field, v string) error {
 	return nil
 }
 
-// ValidateDraft checks a draft: a title that isn't blank and a valid state.
+// ValidateDraft checks a draft: a title that isn't blank, a valid state,
+// and labels a tracker can keep.
 func ValidateDraft(d Draft) error {
 	if strings.TrimSpace(d.Title) == "" {
 		return &InvalidError{Field: "title", Reason: "is empty"}
@@ -319,17 +320,34 @@ func ValidateDraft(d Draft) error {
 	if d.State != "" && !d.State.Valid() {
 		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", d.State)}
 	}
+	return validateLabels(d.Labels)
+}
+
+// validateLabels checks each label is a name a tracker can keep, before a
+// claim is taken for a write the tracker would refuse.
+func validateLabels(labels []string) error {
+	for _, l := range labels {
+		if strings.TrimSpace(l) == "" {
+			return &InvalidError{Field: "labels", Reason: "holds a blank label"}
+		}
+		if err := ValidateName("labels", l); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // ValidatePatch checks a patch: a title it names isn't blank, a state it
-// names is valid.
+// names is valid, labels it names are labels a tracker can keep.
 func ValidatePatch(p Patch) error {
 	if p.Title != nil && strings.TrimSpace(*p.Title) == "" {
 		return &InvalidError{Field: "title", Reason: "is empty"}
 	}
 	if p.State != nil && !p.State.Valid() {
 		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", *p.State)}
+	}
+	if p.Labels != nil {
+		return validateLabels(*p.Labels)
 	}
 	return nil
 }

@@ -75,3 +75,32 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 		t.Error("an unavailable tracker may have taken the write")
 	}
 }
+
+// A label a tracker can't keep is refused with the draft or the patch, so
+// that no claim is taken for a write the tracker would refuse.
+func TestALabelATrackerCantKeepIsInvalid(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		labels []string
+		ok     bool
+	}{
+		{"None", nil, true},
+		{"Plain", []string{"ci", "flaky test"}, true},
+		{"Empty", []string{"ci", ""}, false},
+		{"Blank", []string{"  "}, false},
+		{"NUL", []string{"a\x00b"}, false},
+		{"Over1024Bytes", []string{strings.Repeat("l", 1025)}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			labels := c.labels
+			for what, err := range map[string]error{
+				"draft": tracker.ValidateDraft(tracker.Draft{Title: "t", Labels: labels}),
+				"patch": tracker.ValidatePatch(tracker.Patch{Labels: &labels}),
+			} {
+				if (err == nil) != c.ok || (err != nil && !errors.Is(err, tracker.ErrInvalid)) {
+					t.Fatalf("the %s answered %v, want ok=%v", what, err, c.ok)
+				}
+			}
+		})
+	}
+}
