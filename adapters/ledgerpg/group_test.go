@@ -52,6 +52,40 @@ func groupKey(i int) ledger.Key {
 	return ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: fmt.Sprintf("group/%02d", i)}
 }
 
+// takeClaim takes groupKey(i) through the driver.
+func takeClaim(ctx context.Context, l *Ledger, i int) error {
+	_, _, err := l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+	return err
+}
+
+// claimLater runs takeClaim on a goroutine of its own, and answers its
+// error on the channel answered.
+func claimLater(ctx context.Context, l *Ledger, i int) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- takeClaim(ctx, l, i) }()
+	return done
+}
+
+// inOneGroup sends n writes while the groups are held, so that they queue,
+// then ends the hold with end (given release, which commits them as one
+// group) and answers each write's error.
+func inOneGroup(t *testing.T, g *grouper, n int, write func(i int) error, end func(release func())) []error {
+	t.Helper()
+	waitQueued, release := holdGroups(t, g)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = write(i) })
+	}
+	waitQueued(n)
+	end(release)
+	wg.Wait()
+	return errs
+}
+
+// endAtOnce ends inOneGroup's hold by releasing it.
+func endAtOnce(release func()) { release() }
+
 // TestWritesThatArriveTogetherShareOneTransaction queues a filing's claims
 // and then its records while two groups are under way, and checks that
 // each caller is answered its own row, from one group each time.
@@ -117,22 +151,16 @@ func TestAWriteTheServerRefusesInAGroupIsUndoneAlone(t *testing.T) {
 	l := newTestLedger(t, false)
 	ctx := t.Context()
 	const n = 6
-	waitQueued, release := holdGroups(t, l.d.group)
-	errs := make([]error, n)
 	outcomes := make([]ledger.Outcome, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			k := groupKey(i)
-			if i == 3 {
-				k.Kind = "bogus"
-			}
-			_, outcomes[i], errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		})
-	}
-	waitQueued(n)
-	release()
-	wg.Wait()
+	errs := inOneGroup(t, l.d.group, n, func(i int) error {
+		k := groupKey(i)
+		if i == 3 {
+			k.Kind = "bogus"
+		}
+		var err error
+		_, outcomes[i], err = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+		return err
+	}, endAtOnce)
 	for i, err := range errs {
 		var pgErr *pgconn.PgError
 		switch {
@@ -161,12 +189,8 @@ func TestAWriteWhoseCallerGaveUpBeforeItsGroupIsNotRun(t *testing.T) {
 	gaveUp, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var kept, dropped error
-	wg.Go(func() {
-		_, _, kept = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-	})
-	wg.Go(func() {
-		_, _, dropped = l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(2), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-	})
+	wg.Go(func() { kept = takeClaim(ctx, l, 1) })
+	wg.Go(func() { dropped = takeClaim(gaveUp, l, 2) })
 	waitQueued(2)
 	cancel()
 	release()
@@ -188,11 +212,7 @@ func TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce(t *testing.T) {
 	g := l.d.group
 	waitQueued, release := holdGroups(t, g)
 	gaveUp, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		done <- err
-	}()
+	done := claimLater(gaveUp, l, 1)
 	waitQueued(1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -236,11 +256,7 @@ func TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp(t *testing.T) {
 	}
 	waitQueued, _ := holdGroups(t, g)
 	gaveUp, cancel := context.WithCancel(ctx)
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := l.d.TakeClaim(gaveUp, ledger.ClaimParams{Key: groupKey(0), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		first <- err
-	}()
+	first := claimLater(gaveUp, l, 0)
 	waitQueued(1)
 	second := make(chan error, 1)
 	go func() {
@@ -284,23 +300,14 @@ func TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp(t *testing.T) {
 func TestARowThatDoesNotScanFailsItsOwnWriteOnly(t *testing.T) {
 	l := newTestLedger(t, false)
 	ctx := t.Context()
-	waitQueued, release := holdGroups(t, l.d.group)
 	const n = 4
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			if i == 2 {
-				var number int
-				errs[i] = l.d.group.row(ctx, groupKey(i), `SELECT 'not a number'::text`, nil, &number)
-				return
-			}
-			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		})
-	}
-	waitQueued(n)
-	release()
-	wg.Wait()
+	errs := inOneGroup(t, l.d.group, n, func(i int) error {
+		if i == 2 {
+			var number int
+			return l.d.group.row(ctx, groupKey(i), `SELECT 'not a number'::text`, nil, &number)
+		}
+		return takeClaim(ctx, l, i)
+	}, endAtOnce)
 	for i, err := range errs {
 		var scanErr pgx.ScanArgError
 		switch {
@@ -336,18 +343,10 @@ func TestAWriteCutShortByTheGroupersBoundIsUnavailable(t *testing.T) {
 	}
 	_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: groupKey(0), Now: groupT0, RetakeAfter: time.Minute})
 	check("a claim alone", err)
-	waitQueued, release := holdGroups(t, g)
-	const n = 3
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			_, _, errs[i] = l.Claim(ctx, ledger.ClaimParams{Key: groupKey(1 + i), Now: groupT0, RetakeAfter: time.Minute})
-		})
-	}
-	waitQueued(n)
-	release()
-	wg.Wait()
+	errs := inOneGroup(t, g, 3, func(i int) error {
+		_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: groupKey(1 + i), Now: groupT0, RetakeAfter: time.Minute})
+		return err
+	}, endAtOnce)
 	for i, err := range errs {
 		check(fmt.Sprintf("claim %d of a group", i), err)
 	}
@@ -399,11 +398,7 @@ func TestTwoGroupsEndingHandTheLeadOnce(t *testing.T) {
 	l := newTestLedger(t, false)
 	g := l.d.group
 	waitQueued, _ := holdGroups(t, g)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := l.d.TakeClaim(t.Context(), ledger.ClaimParams{Key: groupKey(1), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		done <- err
-	}()
+	done := claimLater(t.Context(), l, 1)
 	waitQueued(1)
 	g.handOn()
 	g.handOn()
@@ -426,11 +421,7 @@ func TestAWriteHandedTheLeadAndAnsweredByAnotherGroupStillLeads(t *testing.T) {
 	g := l.d.group
 	for i := range 20 {
 		waitQueued, _ := holdGroups(t, g)
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := l.d.TakeClaim(t.Context(), ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-			done <- err
-		}()
+		done := claimLater(t.Context(), l, i)
 		waitQueued(1)
 		g.handOn()     // the first group ends: the write is handed the lead
 		g.commitNext() // the second takes the write, answers it, and ends
@@ -480,21 +471,12 @@ func TestAGroupThatPanicsLeavesTheGrouperWorking(t *testing.T) {
 	l := newTestLedger(t, false)
 	g := l.d.group
 	ctx := t.Context()
-	waitQueued, release := holdGroups(t, g)
-	const n = 3
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			if i == 1 {
-				errs[i] = g.row(ctx, groupKey(i), `SELECT 'x'::text`, nil, &panicky{})
-				return
-			}
-			_, _, errs[i] = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
-		})
-	}
-	waitQueued(n)
-	func() {
+	errs := inOneGroup(t, g, 3, func(i int) error {
+		if i == 1 {
+			return g.row(ctx, groupKey(i), `SELECT 'x'::text`, nil, &panicky{})
+		}
+		return takeClaim(ctx, l, i)
+	}, func(release func()) {
 		defer func() {
 			if r := recover(); r != "a defect" {
 				t.Errorf("the leader recovered %v, want the scan's panic", r)
@@ -504,8 +486,7 @@ func TestAGroupThatPanicsLeavesTheGrouperWorking(t *testing.T) {
 			g.mu.Unlock()
 		}()
 		release()
-	}()
-	wg.Wait()
+	})
 	for i, err := range errs {
 		if !errors.Is(err, ledger.ErrUnavailable) {
 			t.Errorf("write %d answered %v, want ledger.ErrUnavailable", i, err)

@@ -144,6 +144,17 @@ func holdBatch(w *writer) (waitQueued func(n int)) {
 	}
 }
 
+// claimLater claims k through the ledger on a goroutine of its own, and
+// answers its error on the channel answered.
+func claimLater(ctx context.Context, l *Ledger, k ledger.Key) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: k, Now: t0, RetakeAfter: time.Minute})
+		done <- err
+	}()
+	return done
+}
+
 // A caller that gives up while its write waits in the queue, and no batch
 // ends, is answered its context's error at once, and its write leaves the
 // queue unrun.
@@ -152,11 +163,7 @@ func TestAWriteWhoseCallerGivesUpInTheQueueIsAnsweredAtOnce(t *testing.T) {
 	w := l.d.wr
 	waitQueued := holdBatch(w)
 	gaveUp, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := l.Claim(gaveUp, ledger.ClaimParams{Key: key("k1"), Now: t0, RetakeAfter: time.Minute})
-		done <- err
-	}()
+	done := claimLater(gaveUp, l, key("k1"))
 	waitQueued(1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -182,11 +189,7 @@ func TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp(t *testing.T) {
 	w := l.d.wr
 	waitQueued := holdBatch(w)
 	gaveUp, cancel := context.WithCancel(t.Context())
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := l.Claim(gaveUp, ledger.ClaimParams{Key: key("k0"), Now: t0, RetakeAfter: time.Minute})
-		first <- err
-	}()
+	first := claimLater(gaveUp, l, key("k0"))
 	waitQueued(1)
 	letGo := make(chan struct{})
 	second := make(chan error, 1)
