@@ -159,9 +159,10 @@ func (w *writer) close() {
 // batch, each write runs in a savepoint, so one that fails is undone
 // alone.
 //
-// A write whose function panics is a defect: its transaction is rolled
-// back, every write of the batch is answered that it panicked, and the
-// panic goes on up the leader's goroutine.
+// A write whose function panics is a defect: the batch's transaction is
+// rolled back (a lone write that needs none keeps what it wrote before
+// the panic), every write of the batch is answered that a write panicked,
+// and the panic goes on up the leader's goroutine.
 func (w *writer) commit(batch []*op) {
 	live := batch[:0:0]
 	for _, o := range batch {
@@ -176,7 +177,7 @@ func (w *writer) commit(batch []*op) {
 		if r := recover(); r != nil {
 			if !answered {
 				for _, o := range live {
-					o.err <- fmt.Errorf("ledgersqlite: a write panicked, and its batch of %d was rolled back: %v", len(live), r)
+					o.err <- fmt.Errorf("ledgersqlite: a write in a batch of %d panicked: %v", len(live), r)
 				}
 			}
 			panic(r)
