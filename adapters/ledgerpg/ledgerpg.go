@@ -476,6 +476,12 @@ func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (int, boo
 	return n, counted, err
 }
 
+// UncountWrite implements ledger.Driver.
+func (d *driver) UncountWrite(ctx context.Context, p ledger.WriteParams) error {
+	_, err := d.exec(ctx, p.Tenant, d.q.uncountWrite, p.Tenant, p.Workspace, p.ItemID, p.Now)
+	return err
+}
+
 // ForgetWrites implements ledger.Driver.
 func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
 	_, err := d.exec(ctx, tenant, d.q.forgetWrites, tenant, workspace, itemID)

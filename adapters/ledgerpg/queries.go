@@ -6,6 +6,7 @@ import "strings"
 type queries struct {
 	lookup, lookupItem, claim, record, release, markDeleted string
 	valuesForUpdate, setValues, countWrite, forgetWrites    string
+	uncountWrite                                            string
 	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
 	followed, ping, appendEvent, readEvents, headEvent      string
 	latestEvents, unrecorded, deletedKeys, atCap            string
@@ -63,6 +64,10 @@ func newQueries(schema string) queries {
 				counted = cardinality(ARRAY(SELECT a FROM unnest(w.ats) a WHERE a > $6)) < $5
 			RETURNING cardinality(ats), counted`),
 		forgetWrites: s(`DELETE FROM {s}.relayr_tracker_writes WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
+		// The first write counted at $4 leaves the array; the others stay.
+		uncountWrite: s(`UPDATE {s}.relayr_tracker_writes
+			SET ats = ats[:array_position(ats, $4::timestamptz) - 1] || ats[array_position(ats, $4::timestamptz) + 1:]
+			WHERE tenant = $1 AND workspace = $2 AND item_id = $3 AND $4::timestamptz = ANY (ats)`),
 		snapshot: s(`SELECT item, updated_at, comments_until FROM {s}.relayr_tracker_snapshots
 			WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		saveSnapshots: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until)

@@ -444,6 +444,14 @@ func (d *driver) CountWrite(ctx context.Context, p ledger.WriteParams) (n int, c
 	return n, counted, err
 }
 
+// UncountWrite implements ledger.Driver.
+func (d *driver) UncountWrite(ctx context.Context, p ledger.WriteParams) error {
+	return d.write(ctx, func(x on) error {
+		_, err := x.exec(uncountWrite, p.Tenant, p.Workspace, p.ItemID, p.Now.UnixNano())
+		return err
+	})
+}
+
 // ForgetWrites implements ledger.Driver.
 func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
 	return d.write(ctx, func(x on) error {

@@ -68,6 +68,9 @@ const (
 	countWrites        = `SELECT count(*) FROM relayr_tracker_writes WHERE tenant = ? AND workspace = ? AND item_id = ?`
 	addWrite           = `INSERT INTO relayr_tracker_writes (tenant, workspace, item_id, at) VALUES (?, ?, ?, ?)`
 	forgetWrites       = `DELETE FROM relayr_tracker_writes WHERE tenant = ? AND workspace = ? AND item_id = ?`
+	// One write counted at the time given is forgotten, of several there.
+	uncountWrite = `DELETE FROM relayr_tracker_writes WHERE rowid = (SELECT rowid FROM relayr_tracker_writes
+		WHERE tenant = ? AND workspace = ? AND item_id = ? AND at = ? LIMIT 1)`
 )
 
 // The tracker followers' snapshots.
@@ -173,7 +176,7 @@ func newFollowerQueries(followers, deadLetters string) followerQueries {
 func writeStatements() []string {
 	out := []string{
 		claimFresh, claimRetake, recordClaim, releaseClaim, markDeleted, lookupClaim, claimValues, setClaimValues,
-		forgetLapsedWrites, countWrites, addWrite, forgetWrites, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
+		forgetLapsedWrites, countWrites, addWrite, forgetWrites, uncountWrite, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
 		savepoint, rollbackToSavepoint, releaseSavepoint,
 	}
 	for _, q := range []followerQueries{trackerQueries, logQueries} {

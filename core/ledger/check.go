@@ -69,6 +69,15 @@ func checkWrite(p WriteParams) error {
 	if p.Window <= 0 || p.Limit < 1 {
 		return invalid("the cap needs a positive window and limit")
 	}
+	return checkCounted(p)
+}
+
+// checkCounted checks a write to count or give back: an item, and the time
+// it is counted at (a zero time has no place in the window).
+func checkCounted(p WriteParams) error {
+	if p.Now.IsZero() {
+		return invalid("a counted write needs its time")
+	}
 	return checkItem(p.Tenant, p.Workspace, p.ItemID)
 }
 

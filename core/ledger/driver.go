@@ -81,6 +81,8 @@ type ClaimDriver interface {
 	// across replicas; it answers how many are counted and whether this
 	// one was.
 	CountWrite(ctx context.Context, p WriteParams) (n int, counted bool, err error)
+	// UncountWrite forgets one write counted at exactly p.Now, if any.
+	UncountWrite(ctx context.Context, p WriteParams) error
 	// ForgetWrites drops an item's counted writes.
 	ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error
 }

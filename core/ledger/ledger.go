@@ -311,6 +311,12 @@ type Claims interface {
 	// at the cap it counts nothing and fails with ErrLoop. It is atomic
 	// across replicas.
 	CountWrite(ctx context.Context, p WriteParams) (int, error)
+	// UncountWrite gives back one write CountWrite counted at p.Now (Window
+	// and Limit are not read), for a write the tracker certainly did not
+	// take: the cap counts the writes an item took, not those refused. A
+	// write not counted at p.Now, or gone from the window, gives back
+	// nothing, and that is no error.
+	UncountWrite(ctx context.Context, p WriteParams) error
 	// ForgetWrites drops an item's counted writes (an item the sweep
 	// removed forgets its writes, ADR-0036).
 	ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error

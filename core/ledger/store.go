@@ -267,6 +267,18 @@ func (s *Store) CountWrite(ctx context.Context, p WriteParams) (int, error) {
 	return n, nil
 }
 
+// UncountWrite implements Claims (ADR-0036: the cap counts the writes an
+// item took).
+func (s *Store) UncountWrite(ctx context.Context, p WriteParams) error {
+	if err := checkCounted(p); err != nil {
+		return err
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.fail(ctx, s.d.UncountWrite(ctx, p))
+}
+
 // ForgetWrites implements Claims.
 func (s *Store) ForgetWrites(ctx context.Context, tenant, workspace, itemID string) error {
 	if err := checkItem(tenant, workspace, itemID); err != nil {

@@ -63,6 +63,9 @@ func calls(s *ledger.Store, bad bool) map[string]func(ctx context.Context) error
 			_, err := s.CountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: item, Now: t0, Window: time.Hour, Limit: 20})
 			return err
 		},
+		"UncountWrite": func(ctx context.Context) error {
+			return s.UncountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: item, Now: t0})
+		},
 		"ForgetWrites":   func(ctx context.Context) error { return s.ForgetWrites(ctx, "acme", "ops", item) },
 		"Snapshot":       func(ctx context.Context) error { _, err := s.Snapshot(ctx, "acme", "ops", item); return err },
 		"DeleteSnapshot": func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "acme", "ops", item) },

@@ -88,7 +88,8 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		}
 	case ledger.Fresh:
 	}
-	if err := s.spendCap(ctx, item.Ref.ID); err != nil {
+	counted, err := s.spendCap(ctx, item.Ref.ID)
+	if err != nil {
 		if rerr := w.ledger.Release(ctx, k, row.Nonce); rerr != nil {
 			return CommentResult{}, errors.Join(err, rerr)
 		}
@@ -101,7 +102,12 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		return err
 	})
 	if err != nil {
-		return CommentResult{}, s.failed(ctx, k, row.Nonce, err)
+		failed := s.failed(ctx, k, row.Nonce, err)
+		if tracker.CertainlyNotTaken(err) {
+			// A comment the tracker did not take spends no cap.
+			failed = s.giveBack(ctx, counted, failed)
+		}
+		return CommentResult{}, failed
 	}
 	ctx, done := s.landed(ctx) // the comment stands: it is recorded whatever its caller does
 	defer done()

@@ -90,12 +90,13 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 			return res.Item, nil
 		}
 	}
-	if err := s.spendCap(ctx, row.Ref.ID); err != nil {
+	counted, err := s.spendCap(ctx, row.Ref.ID)
+	if err != nil {
 		return tracker.Item{}, err
 	}
 	// Record the values first.
 	if _, err := w.ledger.SetValues(ctx, k, values); err != nil {
-		return tracker.Item{}, ledgerFailed(err)
+		return tracker.Item{}, s.giveBack(ctx, counted, ledgerFailed(err))
 	}
 	var updated tracker.Item
 	err = s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
@@ -105,13 +106,16 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 	})
 	if err != nil {
 		w.unland(k, values)
+		failed := classify(err)
 		if tracker.CertainlyNotTaken(err) {
 			// A refused edit puts back the value recorded before it: the
 			// change never landed, so relayr's earlier value is still the
-			// last one it set (ADR-0033, where it departs).
+			// last one it set (ADR-0033, where it departs); nor does it
+			// spend the cap.
 			if rerr := w.ledger.RestoreValues(ctx, k, values); rerr != nil {
-				return tracker.Item{}, errors.Join(classify(err), rerr)
+				failed = errors.Join(failed, rerr)
 			}
+			failed = s.giveBack(ctx, counted, failed)
 		}
 		if errors.Is(err, tracker.ErrNotFound) {
 			// A deleted one marks the key (ADR-0033).
@@ -119,7 +123,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 				return tracker.Item{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
 			}
 		}
-		return tracker.Item{}, classify(err)
+		return tracker.Item{}, failed
 	}
 	// What the tracker answered it holds is recorded beside the
 	// prediction, and the edit's values are marked landed.

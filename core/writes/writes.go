@@ -519,17 +519,34 @@ func (s session) writeParams(itemID string, limit int) ledger.WriteParams {
 }
 
 // spendCap counts a write to an item under the cap of 20 an hour, counted
-// in the ledger so it holds across replicas (ADR-0036: the cap on loops).
-func (s session) spendCap(ctx context.Context, itemID string) error {
-	_, err := s.w.ledger.CountWrite(ctx, s.writeParams(itemID, s.w.opts.CapLimit))
+// in the ledger so it holds across replicas (ADR-0036: the cap on loops),
+// before the write is sent. It answers the write as counted, for giveBack.
+func (s session) spendCap(ctx context.Context, itemID string) (ledger.WriteParams, error) {
+	p := s.writeParams(itemID, s.w.opts.CapLimit)
+	_, err := s.w.ledger.CountWrite(ctx, p)
 	if errors.Is(err, ledger.ErrLoop) {
 		s.w.m.Add(metrics.Loops, 1, metrics.Labels{"tenant": s.b.Tenant, "workspace": s.b.Workspace})
-		return wrap(CodeLoop, fmt.Errorf("item %s took %d writes within %s", itemID, s.w.opts.CapLimit, s.w.opts.CapWindow))
+		return p, wrap(CodeLoop, fmt.Errorf("item %s took %d writes within %s", itemID, s.w.opts.CapLimit, s.w.opts.CapWindow))
 	}
 	if err != nil {
-		return ledgerFailed(err)
+		return p, ledgerFailed(err)
 	}
-	return nil
+	return p, nil
+}
+
+// giveBack gives back a write spendCap counted that never reached the
+// tracker, or that the tracker certainly did not take (refused, missing,
+// rate-limited, the key refused), and answers err, the write's failure:
+// the cap counts the writes an item took (ADR-0036: the cap on loops), so
+// a run retried under a tracker's 429s is not cut off as a loop
+// (docs/decisions.md). A write whose fate is unknown stays counted. A
+// give-back that fails is joined to err: the write stays counted, and the
+// cap errs toward sending less.
+func (s session) giveBack(ctx context.Context, counted ledger.WriteParams, err error) error {
+	if uerr := s.w.ledger.UncountWrite(ctx, counted); uerr != nil {
+		return errors.Join(err, fmt.Errorf("the write stays counted against the loop cap: %w", uerr))
+	}
+	return err
 }
 
 func withDefaults(d, defaults tracker.Draft) tracker.Draft {

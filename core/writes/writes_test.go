@@ -3,6 +3,7 @@ package writes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -707,6 +708,52 @@ func TestUpdate(t *testing.T) {
 		if _, err := e.update("k", tracker.Patch{Title: ptr("later")}); err != nil {
 			t.Fatalf("after the hour slid: %v", err)
 		}
+	})
+
+	t.Run("AWriteTheTrackerDidNotTakeSpendsNoCapAndOneThatMayHaveLandedDoes", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "t0"}) // the create is the first write
+		comment := func(key string) error {
+			_, err := e.w.Comment(context.Background(), writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: key, Body: "b"})
+			return err
+		}
+		// Twice the cap of edits and comments the tracker refused or
+		// rate-limited: a run retried under 429s is not a loop.
+		// A key refused is asked for again and refused once more.
+		notTaken := []struct {
+			err   error
+			times int
+		}{{tracker.RateLimited(time.Second), 1}, {tracker.ErrRefused, 1}, {tracker.ErrUnauthorized, 2}}
+		for i := range 40 {
+			e.clock.Advance(2 * time.Second)
+			fail := notTaken[i%len(notTaken)]
+			e.fake.FailNext(faketracker.MethodUpdate, fail.times, fail.err)
+			_, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("refused ", i))})
+			if err == nil || writes.CodeOf(err) == writes.CodeLoop {
+				t.Fatalf("refused edit %d: %v, want the tracker's refusal", i+1, err)
+			}
+			e.fake.FailNext(faketracker.MethodComment, fail.times, fail.err)
+			if err := comment(fmt.Sprint("c-refused-", i)); err == nil || writes.CodeOf(err) == writes.CodeLoop {
+				t.Fatalf("refused comment %d: %v, want the tracker's refusal", i+1, err)
+			}
+		}
+		// An edit whose fate is unknown stays counted, as does one that
+		// landed: 19 more reach the cap.
+		for i := 1; i < 20; i++ {
+			e.clock.Advance(2 * time.Second)
+			if i%2 == 0 {
+				e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
+				_, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("lost ", i))})
+				wantCode(t, err, writes.CodeUnavailable)
+				continue
+			}
+			if _, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("landed ", i))}); err != nil {
+				t.Fatalf("write %d: %v", i+1, err)
+			}
+		}
+		wantCode(t, comment("c-one-too-many"), writes.CodeLoop)
+		_, err := e.update("k", tracker.Patch{Title: ptr("one too many")})
+		wantCode(t, err, writes.CodeLoop)
 	})
 
 	t.Run("AnEditOfADeletedItemMarksItsKey", func(t *testing.T) {

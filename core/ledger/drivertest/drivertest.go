@@ -338,6 +338,11 @@ func countWriteCountsWithinTheWindow(t *testing.T, d ledger.Driver) {
 			t.Fatalf("write %d at +%v = %d, %v; want %d, %v", i, want.at, n, counted, want.n, want.counted)
 		}
 	}
+	// The write at +1h is given back: one fits again at +1h 1s.
+	must(t, d.UncountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: "5", Now: t0.Add(time.Hour)}))
+	if n, counted, err := d.CountWrite(ctx, p); err != nil || n != 2 || !counted {
+		t.Fatalf("after UncountWrite = %d, %v, %v; want 2, true", n, counted, err)
+	}
 	must(t, d.ForgetWrites(ctx, "acme", "ops", "5"))
 	if n, counted, err := d.CountWrite(ctx, p); err != nil || n != 1 || !counted {
 		t.Fatalf("after ForgetWrites = %d, %v, %v; want 1, true", n, counted, err)

@@ -154,6 +154,16 @@ func nulBytes(t *testing.T, l ledger.Ledger) {
 			_, _, err := l.Claim(ctx, ledger.ClaimParams{Key: key("untimed"), RetakeAfter: retakeAfter})
 			return err
 		},
+		"CountWrite without its time": func() error {
+			_, err := l.CountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: "untimed", Window: capWindow, Limit: capLimit})
+			return err
+		},
+		"UncountWrite": func() error {
+			return l.UncountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: nul, Now: t0})
+		},
+		"UncountWrite without its time": func() error {
+			return l.UncountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: "untimed"})
+		},
 		"Claim empty tenant": func() error {
 			k := key("x")
 			k.Tenant = ""
@@ -195,7 +205,8 @@ func cancelled(t *testing.T, l ledger.Ledger) {
 			_, err := l.SetValues(ctx, good.Key, map[string]string{"title": "1"})
 			return err
 		},
-		"CountWrite": func() error { _, err := countWrite(l, ctx, "item", t0); return err },
+		"CountWrite":   func() error { _, err := countWrite(l, ctx, "item", t0); return err },
+		"UncountWrite": func() error { return uncountWrite(l, ctx, "item", t0) },
 		"SaveSnapshots": func() error {
 			return l.SaveSnapshots(ctx, []ledger.SnapshotRow{snap("ops", "x", 1)})
 		},

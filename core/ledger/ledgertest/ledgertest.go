@@ -139,6 +139,10 @@ func countWrite(l ledger.Ledger, ctx context.Context, item string, now time.Time
 	return l.CountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: item, Now: now, Window: capWindow, Limit: capLimit})
 }
 
+func uncountWrite(l ledger.Ledger, ctx context.Context, item string, at time.Time) error {
+	return l.UncountWrite(ctx, ledger.WriteParams{Tenant: "acme", Workspace: "ops", ItemID: item, Now: at})
+}
+
 // Snapshots.
 
 func snap(ws, id string, n int) ledger.SnapshotRow {

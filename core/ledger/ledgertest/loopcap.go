@@ -15,6 +15,7 @@ var loopCapCases = []testCase{
 	{"CountWriteFailsWithErrLoopAtTheCap", capRefuses},
 	{"CountWriteWindowSlides", capWindowSlides},
 	{"ForgetWritesStartsTheCountAgain", forgetWrites},
+	{"UncountWriteGivesBackOneWriteCountedThen", uncountWrites},
 	{"ConcurrentCountWritesNeverPassTheCap", concurrentCountWrites},
 }
 
@@ -70,6 +71,51 @@ func forgetWrites(t *testing.T, l ledger.Ledger) {
 	if n != 1 {
 		t.Fatalf("counted %d after forgetting, want 1", n)
 	}
+}
+
+// uncountWrites: a write the tracker did not take gives its count back, so
+// refusals never spend the cap; only a write counted at that very time is
+// given back, and only once.
+func uncountWrites(t *testing.T, l ledger.Ledger) {
+	ctx := t.Context()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	// Two writes at 1 s, then one a second to the cap.
+	for _, s := range append([]int{1}, seq(1, capLimit-1)...) {
+		_, err := countWrite(l, ctx, "item", at(s))
+		mustNil(t, err)
+	}
+	_, err := countWrite(l, ctx, "item", at(capLimit))
+	mustIs(t, err, ledger.ErrLoop)
+	// Times no write of the item was counted at give back nothing.
+	mustNil(t, uncountWrite(l, ctx, "item", at(capLimit)))
+	mustNil(t, uncountWrite(l, ctx, "other", at(1)))
+	mustNil(t, uncountWrite(l, ctx, "item", at(1).Add(time.Millisecond)))
+	_, err = countWrite(l, ctx, "item", at(capLimit))
+	mustIs(t, err, ledger.ErrLoop)
+	// Each give-back at 1 s frees one place, and only one.
+	for i := range 2 {
+		mustNil(t, uncountWrite(l, ctx, "item", at(1)))
+		n, err := countWrite(l, ctx, "item", at(capLimit+i))
+		mustNil(t, err)
+		if n != capLimit {
+			t.Fatalf("given back %d, then counted %d; want %d", i+1, n, capLimit)
+		}
+		_, err = countWrite(l, ctx, "item", at(capLimit+i))
+		mustIs(t, err, ledger.ErrLoop)
+	}
+	// Both writes at 1 s are given back: a third give-back frees nothing.
+	mustNil(t, uncountWrite(l, ctx, "item", at(1)))
+	_, err = countWrite(l, ctx, "item", at(capLimit+2))
+	mustIs(t, err, ledger.ErrLoop)
+}
+
+// seq answers from, from+1, ..., to.
+func seq(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
 }
 
 func concurrentCountWrites(t *testing.T, l ledger.Ledger) {

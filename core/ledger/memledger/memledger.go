@@ -240,6 +240,18 @@ func (l *driver) CountWrite(_ context.Context, p ledger.WriteParams) (int, bool,
 	return len(kept), true, nil
 }
 
+// UncountWrite implements ledger.Driver.
+func (l *driver) UncountWrite(_ context.Context, p ledger.WriteParams) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := itemKey{p.Tenant, p.Workspace, p.ItemID}
+	ws := l.writes[k]
+	if i := slices.IndexFunc(ws, p.Now.Equal); i >= 0 {
+		l.writes[k] = slices.Delete(ws, i, i+1)
+	}
+	return nil
+}
+
 // ForgetWrites implements ledger.Driver.
 func (l *driver) ForgetWrites(_ context.Context, tenant, workspace, itemID string) error {
 	l.mu.Lock()
