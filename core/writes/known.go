@@ -72,12 +72,18 @@ func (w *Writer) resolvesIn(row ledger.Claim) time.Duration {
 // An attempt of this process is waited for: its writes end within its
 // write bound (ADR-0033), so by then it recorded what it made or ended, and
 // a caller retrying a key this process is filing gets the item in one round
-// trip, at no cost to the tracker. An attempt elsewhere (another replica,
-// or one that ended holding the claim) is not waited for: the caller is told
-// tracker_claimed with a Retry-After of when the claim can resolve, the end
+// trip, at no cost to the tracker. The wait ends when the claim can be
+// retaken at the latest, for an attempt held up past its bound (a ledger
+// that does not answer). An attempt elsewhere (another replica, or one that
+// ended holding the claim) is not waited for. Either way, a claim still held
+// answers tracker_claimed with a Retry-After of when it can resolve: the end
 // of the holder's write bound or, past it, when the claim can be retaken.
 // A claim given up while waited for answers errReleased.
 func (w *Writer) waitForHolder(ctx context.Context, k ledger.Key, row ledger.Claim) (ledger.Claim, error) {
+	claimed := func(row ledger.Claim) error {
+		return &Error{Code: CodeClaimed, RetryAfter: max(w.resolvesIn(row), time.Second),
+			Err: fmt.Errorf("key %q is claimed by another attempt", k.Key)}
+	}
 	for {
 		switch {
 		case row.Deleted:
@@ -87,13 +93,15 @@ func (w *Writer) waitForHolder(ctx context.Context, k ledger.Key, row ledger.Cla
 		}
 		settled, done, local := w.holding(k, row.Nonce)
 		if !local {
-			return row, &Error{Code: CodeClaimed, RetryAfter: max(w.resolvesIn(row), time.Second),
-				Err: fmt.Errorf("key %q is claimed by another attempt", k.Key)}
+			return row, claimed(row)
 		}
 		select {
 		case <-ctx.Done():
 			done()
 			return row, wrap(CodeUnavailable, ctx.Err())
+		case <-w.clock.After(row.ClaimedAt.Add(w.opts.RetakeAfter).Sub(w.clock.Now())):
+			done()
+			return row, claimed(row)
 		case <-settled:
 		}
 		done()

@@ -266,23 +266,26 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 		// claim here look again at once.
 		defer w.hold(k, row.Nonce)()
 	}
-	// One bound on all writes under the claim.
-	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
-	defer cancel()
-
 	switch outcome {
 	case ledger.Deleted:
 		// A deleted item marks its key; nothing is asked of the tracker.
 		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
 	case ledger.Held:
 		// A fresh claim held by another attempt fails this one, to be
-		// retried; first it waits for that attempt's record, up to its
-		// write bound (docs/decisions.md).
+		// retried; first it waits for that attempt's record, when the
+		// attempt is this process's (docs/decisions.md).
 		row, err = w.waitForHolder(ctx, k, row)
 		if err != nil {
 			return Result{}, err
 		}
-		return s.answerRecorded(ctx, wctx, k, row, p.Live)
+		outcome = ledger.Recorded
+	}
+	// One bound on all writes under the claim, started once this attempt
+	// may write: a wait for another attempt's record does not spend it.
+	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
+	defer cancel()
+
+	switch outcome {
 	case ledger.Recorded:
 		return s.answerRecorded(ctx, wctx, k, row, p.Live)
 	case ledger.Retaken:

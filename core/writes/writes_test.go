@@ -190,6 +190,64 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
+	t.Run("AWaitForALiveAttemptSpendsNoneOfTheWaitersBound", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+		read := &slowItem{slowCreate: create, itemEntered: make(chan struct{}), itemRelease: make(chan struct{})}
+		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{read}})
+		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		first := make(chan error, 1)
+		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
+		<-create.entered
+		second := make(chan error, 1)
+		go func() { second <- ensureLive(e, "k") }()
+		// The first's bound and the second's wait are on the clock.
+		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(19 * time.Second) // the first files within its bound
+		close(create.release)
+		if err := <-first; err != nil {
+			t.Fatalf("the first attempt: %v", err)
+		}
+		// The second reads the item live, and the read takes 2 s: past
+		// 20 s from the second's start, within 20 s of its wait's end.
+		<-read.itemEntered
+		e.clock.Advance(2 * time.Second)
+		close(read.itemRelease)
+		if err := <-second; err != nil {
+			t.Fatalf("the waiting attempt's read, 21 s after it began and 2 s after its wait: %v", err)
+		}
+	})
+
+	t.Run("AWaitForALiveAttemptEndsWhenItsClaimCanBeRetaken", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{create}})
+		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		first := make(chan error, 1)
+		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
+		<-create.entered
+		second := make(chan error, 1)
+		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); second <- err }()
+		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		// The first is held up past its bound (a create that ignores it):
+		// the second stops waiting when the claim can be retaken.
+		e.clock.Advance(30 * time.Second)
+		err := <-second
+		wantCode(t, err, writes.CodeClaimed)
+		var we *writes.Error
+		if !errors.As(err, &we) || we.RetryAfter != time.Second {
+			t.Fatalf("retry after %v, want 1s: the claim can be retaken now", we)
+		}
+		close(create.release)
+		<-first
+	})
+
 	t.Run("ARetriedFilingOfARecordedKeyIsAnsweredFromTheLedgerWithNoRequest", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		filed := e.mustEnsure("k", tracker.Draft{Title: "Disk full", Labels: []string{"ci"}, State: tracker.Started})
@@ -883,6 +941,29 @@ func (s *slowCreate) Create(_ context.Context, key string, d tracker.Draft) (tra
 	close(s.entered)
 	<-s.release
 	return s.Tracker.Create(context.Background(), key, d)
+}
+
+// slowItem holds the tracker's item read until the test releases it, or
+// its caller's context ends.
+type slowItem struct {
+	*slowCreate
+	itemEntered chan struct{}
+	itemRelease chan struct{}
+}
+
+func (s *slowItem) Item(ctx context.Context, id string) (tracker.Item, error) {
+	close(s.itemEntered)
+	select {
+	case <-s.itemRelease:
+	case <-ctx.Done():
+		return tracker.Item{}, ctx.Err()
+	}
+	return s.Tracker.Item(ctx, id)
+}
+
+func ensureLive(e *env, key string) error {
+	_, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: key, Draft: tracker.Draft{Title: "x"}, Live: true})
+	return err
 }
 
 type staticConnector struct{ t tracker.Tracker }
