@@ -245,7 +245,9 @@ func TestEnsureItem(t *testing.T) {
 			t.Fatalf("retry after %v, want 1s: the claim can be retaken now", we)
 		}
 		close(create.release)
-		<-first
+		if err := <-first; err != nil {
+			t.Fatalf("the first attempt, held up past its bound: %v", err)
+		}
 	})
 
 	t.Run("ARetriedFilingOfARecordedKeyIsAnsweredFromTheLedgerWithNoRequest", func(t *testing.T) {
