@@ -555,6 +555,22 @@ func (t *Tracker) Edit(id string, p tracker.Patch) error {
 	return nil
 }
 
+// WriteKey writes a key on an item as a person would: Vikunja's marker
+// line typed into a description, or copied with another item's. The item
+// reads back with the key, and the lookup by key finds the first item
+// made that carries it.
+func (t *Tracker) WriteKey(id, key string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	it.key, it.Ref.Key = key, key
+	t.apply(it, tracker.Patch{}, "person")
+	return nil
+}
+
 // PersonComment posts a comment as a person would, with no key.
 func (t *Tracker) PersonComment(_ context.Context, id, body string) error {
 	t.mu.Lock()

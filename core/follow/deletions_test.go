@@ -25,6 +25,7 @@ func TestReportedDeletions(t *testing.T) {
 		{"AReplayedDeliveryPublishesNothingNewAndAsksNothing", replayedDeletion},
 		{"AFailedReadIsCheckedAgainAtTheNextPoll", deletionCheckRetried},
 		{"AnItemRelayrFiledThatNoPollReadYetIsRemovedToo", deletionBeforeAnyRead},
+		{"ACopyCarryingAnItemsKeyDeletedLeavesTheKeyAlone", deletionOfACopy},
 	} {
 		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
 	}
@@ -58,6 +59,35 @@ func (e *env) deleteItem(id string) {
 	e.t.Helper()
 	if err := e.fake.Delete(ctx, id); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// A person's copy of a filed item, marker and all, is deleted: its removal
+// names no key, and the original's key still files its item.
+func deletionOfACopy(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	orig := e.ensure("mine", tracker.Draft{Title: "filed by a run"})
+	copied := e.person("a copy")
+	if err := e.fake.WriteKey(copied.Ref.ID, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.wantEvents(0)
+	e.deleteItem(copied.Ref.ID)
+	if err := e.deliver(secret, "proj", copied.Ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.after(follow.DefaultDebounce)
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); evs[0].Type != follow.TypeItemRemoved || d.Item.ID != copied.Ref.ID || d.Item.Key != "" {
+		t.Fatalf("%s %s, want the copy removed with no key", evs[0].Type, evs[0].Data)
+	}
+	if row := e.row("mine"); row.Deleted || row.Ref.ID != orig.Ref.ID {
+		t.Fatalf("the original's key %+v, want it recorded and not deleted", row)
+	}
+	r, err := e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: tenant, Workspace: workspace, Key: "mine", Draft: tracker.Draft{Title: "again"}})
+	if err != nil || r.Item.Ref.ID != orig.Ref.ID {
+		t.Fatalf("filing the original's key again: %+v, %v; want the original", r.Item.Ref, err)
 	}
 }
 

@@ -497,28 +497,40 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 	return l.SaveCursor(ctx, r.f.id, ledger.Cursor{UpdatedAt: last.UpdatedAt, ItemID: last.ID})
 }
 
-// keyRow answers the claim row of the key the item was filed under: by the
-// key the tracker reads back, else by the item's id. A claimed but not yet
-// recorded key counts: its values are recorded before the create.
-func (r *reader) keyRow(ctx context.Context, it tracker.Item) (*ledger.Claim, error) {
+// keyRow answers the claim row of the key the item was filed under, and
+// the item's key: by the key the tracker reads back, else by the item's
+// id. A claimed but not yet recorded key counts: its values are recorded
+// before the create. A key read back that is not the item's own is no key
+// (a person's marker on Vikunja): one the ledger refuses, too long or not
+// text, which would otherwise fail every read of the item and hold the
+// cursor before it for good; or one recorded for another item, a marker
+// copied with another item's description, which would otherwise take the
+// copy for relayr's creation and check its edits against the original's
+// values.
+func (r *reader) keyRow(ctx context.Context, it tracker.Item) (*ledger.Claim, string, error) {
 	l := r.f.fs.ledger
-	if it.Ref.Key != "" {
-		row, err := l.Lookup(ctx, ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: it.Ref.Key})
+	key := it.Ref.Key
+	if key != "" {
+		row, err := l.Lookup(ctx, ledger.Key{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Kind: ledger.KindItem, Key: key})
 		switch {
+		case err == nil && row.Recorded && row.Ref.ID != it.Ref.ID:
+			key = "" // another item's key
 		case err == nil:
-			return &row, nil
+			return &row, key, nil
+		case errors.Is(err, ledger.ErrInvalid):
+			key = "" // no key relayr could have filed under
 		case !errors.Is(err, ledger.ErrNotFound):
-			return nil, err
+			return nil, "", err
 		}
 	}
 	row, err := l.LookupItem(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
 	switch {
 	case err == nil:
-		return &row, nil
+		return &row, row.Key.Key, nil
 	case errors.Is(err, ledger.ErrNotFound):
-		return nil, nil
+		return nil, key, nil
 	}
-	return nil, err
+	return nil, "", err
 }
 
 func decodeSnapshot(row ledger.SnapshotRow) (*snapshot, error) {
@@ -562,10 +574,11 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
 		return nil, nil, nil // read before, settled and unchanged: nothing to ask
 	}
-	row, err := r.keyRow(ctx, it)
+	row, key, err := r.keyRow(ctx, it)
 	if err != nil {
 		return nil, nil, err
 	}
+	it.Ref.Key = key
 	// Seeding is silent: a new binding's first read snapshots every item
 	// and publishes nothing, unless the binding names a since.
 	seeding := snap == nil && r.sweep != nil && r.sweep.first
@@ -607,10 +620,10 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		}
 	}
 
-	key, correlation := it.Ref.Key, ""
+	correlation := ""
 	var values map[string]string
 	if row != nil {
-		key, correlation, values = row.Key.Key, row.Correlation, row.Values
+		correlation, values = row.Correlation, row.Values
 	}
 	now := fs.clock.Now()
 	var events []eventlog.Event
@@ -623,11 +636,25 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		// The first read of a binding, and of an item, consumes the
 		// echoes it reads (ADR-0036: "The first read of a binding
 		// consumes them too").
+		var changed []string
 		for _, field := range Fields {
 			if v, ok := echo(r.tr, field, values[field], ledger.Canonical(field, it)); ok {
 				consume[field] = v
 			} else if values[field] != "" {
 				supersede = append(supersede, field)
+				changed = append(changed, field)
+			}
+		}
+		if row != nil && row.Recorded && !seeding {
+			// An item relayr filed that a person changed before any read
+			// of it: what relayr recorded is what the item held before
+			// (docs/decisions.md). The change is from the record, so a
+			// read again derives the same id; its actor is unknown, since
+			// relayr's creation is among what this read sees. A claim not
+			// yet recorded may still be learning what the tracker made of
+			// its values.
+			for _, field := range changed {
+				events = append(events, r.scope.changed(it, row.RecordedAt, key, field, ledger.Last(values[field]), ledger.Canonical(field, it), "", correlation, now))
 			}
 		}
 		since := r.f.b.Since

@@ -56,14 +56,11 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	if err != nil || !known {
 		return err
 	}
-	row, err := r.keyRow(ctx, last)
+	row, key, err := r.keyRow(ctx, last)
 	if err != nil {
 		return err
 	}
-	key := last.Ref.Key
-	if row != nil {
-		key = row.Key.Key
-	}
+	last.Ref.Key = key
 	var read tracker.Item
 	err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
 		r.with(tr)

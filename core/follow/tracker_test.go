@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -46,6 +47,9 @@ func TestTrackerFollower(t *testing.T) {
 		{"ClaimedKeysItemIsNotPublishedAsCreated", claimedNotCreated},
 		{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
 		{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
+		{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
+		{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
+		{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
 		{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
 		{"PageReadAgainPublishesNothingNew", pageReadAgain},
 		{"LostSnapshotReadsAsNewOnce", lostSnapshotReadsAsNewOnce},
@@ -344,6 +348,102 @@ func joinsTheRunsChain(t *testing.T) {
 		if d := e.data(ev); d.Item.Key != "k1" {
 			t.Fatalf("%s key %q, want k1", ev.Type, d.Item.Key)
 		}
+	}
+}
+
+// A person closes an item relayr filed before the follower read it: the
+// change is published once, from the value relayr recorded; an item read
+// as filed publishes nothing.
+func changeBeforeFirstRead(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	closed := e.ensure("k1", tracker.Draft{Title: "T", Labels: []string{"ci"}, State: tracker.Todo})
+	e.ensure("k2", tracker.Draft{Title: "untouched", Labels: []string{"ci"}, State: tracker.Todo})
+	if err := e.fake.SetState(closed.Ref.ID, tracker.Done); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	d := e.data(evs[0])
+	if evs[0].Type != follow.TypeItemChanged || d.Field != tracker.FieldState || string(d.Old) != `"todo"` || string(d.New) != `"done"` ||
+		d.Item.Key != "k1" || evs[0].Correlation != "run-k1" || d.Actor != "" {
+		t.Fatalf("event %s %s, want k1's state todo to done, in its run's chain, by no known actor", evs[0].Type, evs[0].Data)
+	}
+	e.poll()
+	e.wantEvents(1)
+	// The next change is from the snapshot, as any.
+	if err := e.fake.Retitle(ctx, closed.Ref.ID, "T2"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	if d := e.data(e.wantEvents(2)[1]); d.Field != tracker.FieldTitle || string(d.Old) != `"T"` || string(d.New) != `"T2"` {
+		t.Fatalf("the retitling published %+v", d)
+	}
+}
+
+// A key a person wrote that no store takes (Vikunja's marker line, over
+// the longest key) is no key: the item is read as a person's, and the
+// items after it are read too.
+func keyNoStoreTakes(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	a := e.person("a")
+	e.after(2 * time.Second)
+	bad := e.person("bad")
+	e.after(2 * time.Second)
+	c := e.person("c")
+	if err := e.fake.WriteKey(bad.Ref.ID, strings.Repeat("k", ledger.MaxKey+1)); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	for _, it := range []tracker.Item{a, bad, c} {
+		if err := e.fake.Retitle(ctx, it.Ref.ID, it.Title+"2"); err != nil {
+			t.Fatal(err)
+		}
+		e.after(2 * time.Second)
+	}
+	e.poll()
+	for i, ev := range e.wantEvents(3) {
+		if d := e.data(ev); d.Field != tracker.FieldTitle || d.Item.Key != "" {
+			t.Fatalf("event %d %s, want a title change with no key", i, ev.Data)
+		}
+	}
+}
+
+// A person's item carrying the key of an item relayr filed (a marker
+// copied with its description) is the person's: published as created,
+// with no key, and changes to it are not checked against the original's
+// values.
+func anotherItemsKey(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	e.start()
+	orig := e.ensure("k1", tracker.Draft{Title: "filed", State: tracker.Todo})
+	e.poll()
+	e.wantEvents(0)
+	if err := e.update("k1", tracker.Patch{Title: ptr("relayr's title")}); err != nil {
+		t.Fatal(err)
+	}
+	copied := e.person("a copy")
+	if err := e.fake.WriteKey(copied.Ref.ID, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); evs[0].Type != follow.TypeItemCreated || d.Item.ID != copied.Ref.ID || d.Item.Key != "" || evs[0].Correlation != "" {
+		t.Fatalf("event %s %s, want the copy created with no key and no chain", evs[0].Type, evs[0].Data)
+	}
+	// A person sets the copy's title to the value relayr set on the
+	// original: the copy's change, not an echo; the original's echo is
+	// still an echo.
+	if err := e.fake.Retitle(ctx, copied.Ref.ID, "relayr's title"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs = e.wantEvents(2)
+	if d := e.data(evs[1]); d.Item.ID != copied.Ref.ID || d.Field != tracker.FieldTitle {
+		t.Fatalf("event %s, want the copy's title change", evs[1].Data)
+	}
+	if e.row("k1").Ref.ID != orig.Ref.ID {
+		t.Fatal("the original's record moved")
 	}
 }
 
