@@ -102,12 +102,14 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		return err
 	})
 	if err != nil {
-		failed := s.failed(ctx, k, row.Nonce, err)
+		var failed error
 		if tracker.CertainlyNotTaken(err) {
-			// A comment the tracker did not take spends no cap.
-			failed = s.giveBack(ctx, counted, failed)
+			// A comment the tracker did not take spends no cap: given
+			// back before the claim is released, so a write after the
+			// release finds the count back.
+			failed = s.giveBack(ctx, counted, nil)
 		}
-		return CommentResult{}, failed
+		return CommentResult{}, errors.Join(s.failed(ctx, k, row.Nonce, err), failed)
 	}
 	ctx, done := s.landed(ctx) // the comment stands: it is recorded whatever its caller does
 	defer done()

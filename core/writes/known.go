@@ -95,16 +95,23 @@ func (w *Writer) waitForHolder(ctx context.Context, k ledger.Key, row ledger.Cla
 		if !local {
 			return row, claimed(row)
 		}
+		// The wait is a context the clock cancels at the retake, so that
+		// none of it is left on the clock once the holder ends.
+		wait, cancel := w.clock.WithTimeout(ctx, row.ClaimedAt.Add(w.opts.RetakeAfter).Sub(w.clock.Now()))
+		var err error
 		select {
-		case <-ctx.Done():
-			done()
-			return row, wrap(CodeUnavailable, ctx.Err())
-		case <-w.clock.After(row.ClaimedAt.Add(w.opts.RetakeAfter).Sub(w.clock.Now())):
-			done()
-			return row, claimed(row)
 		case <-settled:
+		case <-wait.Done():
+			err = claimed(row)
+			if ctx.Err() != nil {
+				err = wrap(CodeUnavailable, ctx.Err())
+			}
 		}
+		cancel()
 		done()
+		if err != nil {
+			return row, err
+		}
 		next, err := w.ledger.Lookup(ctx, k)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):

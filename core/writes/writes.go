@@ -546,6 +546,10 @@ func (s session) spendCap(ctx context.Context, itemID string) (ledger.WriteParam
 // give-back that fails is joined to err: the write stays counted, and the
 // cap errs toward sending less.
 func (s session) giveBack(ctx context.Context, counted ledger.WriteParams, err error) error {
+	// Given back whatever its caller does: a caller that gave up, which is
+	// why a ledger write most likely failed, sent nothing either.
+	ctx, cancel := s.landed(ctx)
+	defer cancel()
 	if uerr := s.w.ledger.UncountWrite(ctx, counted); uerr != nil {
 		return errors.Join(err, fmt.Errorf("the write stays counted against the loop cap: %w", uerr))
 	}

@@ -166,9 +166,9 @@ func TestEnsureItem(t *testing.T) {
 			got, err = e.ensure("k", tracker.Draft{Title: "x"})
 			second <- err
 		}()
-		// The second waits for the first: nothing but the first's bound
-		// runs on the clock.
-		if err := e.clock.BlockUntil(context.Background(), 1); err != nil {
+		// The second waits for the first: the first's bound and the
+		// second's wait run on the clock.
+		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -187,6 +187,9 @@ func TestEnsureItem(t *testing.T) {
 		}
 		if n := e.fake.TotalCalls() - before; n != 1 {
 			t.Fatalf("%d calls after the first attempt's create, want none of the second's", n-1)
+		}
+		if n := e.clock.Waiters(); n != 0 {
+			t.Fatalf("%d timers left on the clock once both attempts ended, want none", n)
 		}
 	})
 
@@ -816,6 +819,27 @@ func TestUpdate(t *testing.T) {
 		wantCode(t, err, writes.CodeLoop)
 	})
 
+	t.Run("AnEditNeverSentBecauseItsCallerGaveUpSpendsNoCap", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		e.mustEnsure("k", tracker.Draft{Title: "t0"})
+		// The caller gives up while the edit's values are recorded, after
+		// the cap counted it and before anything is sent.
+		gives := &cancelOnSetValues{Ledger: e.ledger}
+		w := writes.New(writes.Config{Ledger: gives, Log: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		for i := range 25 {
+			e.clock.Advance(time.Second)
+			ctx, cancel := context.WithCancel(context.Background())
+			gives.cancel = cancel
+			_, err := w.Update(ctx, writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: ptr(fmt.Sprint("given up ", i))}})
+			if err == nil || writes.CodeOf(err) == writes.CodeLoop {
+				t.Fatalf("edit %d, never sent: %v", i+1, err)
+			}
+		}
+		if n := e.fake.Calls(faketracker.MethodUpdate); n != 0 {
+			t.Fatalf("%d updates sent, want none", n)
+		}
+	})
+
 	t.Run("AnEditOfADeletedItemMarksItsKey", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
@@ -966,6 +990,18 @@ func (s *slowItem) Item(ctx context.Context, id string) (tracker.Item, error) {
 func ensureLive(e *env, key string) error {
 	_, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: key, Draft: tracker.Draft{Title: "x"}, Live: true})
 	return err
+}
+
+// cancelOnSetValues is a caller giving up while an edit's values are
+// recorded: the ledger answers the caller's cancellation.
+type cancelOnSetValues struct {
+	*memledger.Ledger
+	cancel context.CancelFunc
+}
+
+func (l *cancelOnSetValues) SetValues(ctx context.Context, k ledger.Key, v map[string]string) (map[string]string, error) {
+	l.cancel()
+	return l.Ledger.SetValues(ctx, k, v)
 }
 
 type staticConnector struct{ t tracker.Tracker }
