@@ -498,3 +498,76 @@ func TestLinkAndName(t *testing.T) {
 		t.Fatalf("ref %+v", it.Ref)
 	}
 }
+
+// A label a person deleted after the adapter resolved it is resolved again:
+// the edit lands, and its 404 (code 8002) never reads as the task deleted.
+func TestALabelAPersonDeletedIsResolvedAgain(t *testing.T) {
+	em := newEmulated(t, vikunjaemu.Options{RateLimit: -1})
+	made, err := em.tr.Create(ctx(t), "a", tracker.Draft{Title: "a", Labels: []string{"ci"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.e.Person().DeleteLabel("ci"); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{"ci"}
+	got, err := em.tr.Update(ctx(t), made.Ref.ID, tracker.Patch{Labels: &labels})
+	if err != nil || !slices.Equal(got.Labels, labels) {
+		t.Fatalf("an edit adding the deleted label again: %+v, %v; want it labelled ci", got.Labels, err)
+	}
+	if err := em.e.Person().DeleteLabel("ci"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := em.tr.Create(ctx(t), "b", tracker.Draft{Title: "b", Labels: []string{"ci"}})
+	if err != nil || !slices.Equal(again.Labels, labels) {
+		t.Fatalf("a create with the deleted label: %+v, %v", again.Labels, err)
+	}
+	if read, err := em.tr.Item(ctx(t), again.Ref.ID); err != nil || !slices.Equal(read.Labels, labels) {
+		t.Fatalf("read back: %+v, %v", read.Labels, err)
+	}
+}
+
+// A server whose service.maxitemsperpage is under the adapter's page size
+// answers short pages before its last: every list still reads to its end.
+func TestAServerWithSmallerPagesIsReadToTheEnd(t *testing.T) {
+	em := newEmulated(t, vikunjaemu.Options{RateLimit: -1, MaxItemsPerPage: 20})
+	since := em.clock.Now()
+	for i := range 45 {
+		if _, err := em.tr.Create(ctx(t), "k"+strconv.Itoa(i), tracker.Draft{Title: "t", Labels: []string{"l" + strconv.Itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		em.clock.Advance(time.Second)
+	}
+	seen := 0
+	q := tracker.Query{Since: since}
+	for range 20 {
+		p, err := em.tr.Items(ctx(t), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += len(p.Items)
+		if q.Page = p.Next; q.Page == "" {
+			break
+		}
+	}
+	if seen != 45 {
+		t.Fatalf("Items answered %d of 45 tasks", seen)
+	}
+	// The lookup by key finds a task past the first page.
+	if it, err := em.tr.Find(ctx(t), "k44"); err != nil || it.Ref.Key != "k44" {
+		t.Fatalf("Find past the first page: %+v, %v", it.Ref, err)
+	}
+	// Labels past the first page are found, not made twice.
+	fresh, err := vikunja.New(vikunja.Params{BaseURL: em.url, Token: em.e.Token, Project: em.project, Source: source},
+		vikunja.WithTransport(em.transport), vikunja.WithClock(em.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := em.e.Requests("PUT /api/v1/labels")
+	if _, err := fresh.Create(ctx(t), "late", tracker.Draft{Title: "t", Labels: []string{"l44"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := em.e.Requests("PUT /api/v1/labels") - before; n != 0 {
+		t.Fatalf("%d labels made for one the server has", n)
+	}
+}

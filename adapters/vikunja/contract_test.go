@@ -26,6 +26,9 @@ type emulated struct {
 	e       *vikunjaemu.Emulator
 	clock   *vikunjaemu.Clock
 	project int64
+	// url and transport reach the emulation, for a second adapter.
+	url       string
+	transport http.RoundTripper
 }
 
 var source = tracker.Source{Tenant: "t1", Workspace: "w1"}
@@ -45,7 +48,7 @@ func newEmulated(t *testing.T, opts vikunjaemu.Options, extra ...vikunja.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return emulated{tr: tr, e: e, clock: clock, project: pid}
+	return emulated{tr: tr, e: e, clock: clock, project: pid, url: srv.URL, transport: srv.Client().Transport}
 }
 
 // emuPerson acts through the emulation's server-side Person.

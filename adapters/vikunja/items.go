@@ -89,7 +89,14 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 			if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.Ref.ID, b.Ref.ID)
+			// Ids as the port orders them: "9" before "10".
+			switch {
+			case tracker.LessID(a.Ref.ID, b.Ref.ID):
+				return -1
+			case tracker.LessID(b.Ref.ID, a.Ref.ID):
+				return 1
+			}
+			return 0
 		})
 		if lastPage(a, tok.Page, len(ws)) {
 			return tracker.Page{Items: out}, nil

@@ -357,15 +357,18 @@ func (t *Tracker) listTasks(ctx context.Context, q url.Values) ([]wireTask, answ
 	return ws, a, nil
 }
 
-// lastPage reports whether a list answer was its last page.
+// lastPage reports whether a list answer was its last page: by the
+// x-pagination-total-pages Vikunja sends with every list, since a server
+// whose service.maxitemsperpage is under PerPage answers short pages
+// before its last; by a short page only when the header is missing.
 func lastPage(a answer, page, got int) bool {
-	if got < PerPage {
+	if got == 0 {
 		return true
 	}
 	if total, err := strconv.Atoi(a.header.Get("x-pagination-total-pages")); err == nil {
 		return page >= total
 	}
-	return false
+	return got < PerPage
 }
 
 func parseID(id string) (int64, error) {
@@ -463,7 +466,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	}
 	it := t.item(w)
 	for i, lid := range ids {
-		at, err := t.addLabel(ctx, w.ID, lid)
+		_, at, err := t.addLabel(ctx, w.ID, d.Labels[i], lid)
 		if err != nil {
 			return tracker.Item{}, landed(fmt.Sprintf("filed task %d", w.ID), "labelling it", err)
 		}
@@ -475,14 +478,51 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	return it, nil
 }
 
-// addLabel adds one label and answers when (the task's updated moved then).
-// A label already on the task is no error.
-func (t *Tracker) addLabel(ctx context.Context, task, label int64) (time.Time, error) {
+// errStaleLabel: a label id the cache holds names no label now (404, code
+// 8002): a person deleted it since it was resolved.
+var errStaleLabel = errors.New("vikunja: the label no longer exists")
+
+// addLabel adds the label titled title, resolved to label, and answers the
+// id it added and when (the task's updated moved then). A label already on
+// the task is no error. A label a person deleted since it was resolved is
+// forgotten and resolved again, once: its 404 is the label's, never the
+// task's (which would read as the task deleted).
+func (t *Tracker) addLabel(ctx context.Context, task int64, title string, label int64) (int64, time.Time, error) {
+	at, err := t.putLabel(ctx, task, label)
+	if !errors.Is(err, errStaleLabel) {
+		return label, at, err
+	}
+	t.forgetLabel(title, label)
+	ids, err := t.labelIDs(ctx, []string{title})
+	if err != nil {
+		return label, time.Time{}, err
+	}
+	at, err = t.putLabel(ctx, task, ids[0])
+	if errors.Is(err, errStaleLabel) {
+		err = fmt.Errorf("%w: label %q was deleted as it was added, twice", tracker.ErrUnavailable, title)
+	}
+	return ids[0], at, err
+}
+
+// forgetLabel drops title's cached id, if it is still id.
+func (t *Tracker) forgetLabel(title string, id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.labels[title] == id {
+		delete(t.labels, title)
+	}
+}
+
+// putLabel adds one label by id and answers when.
+func (t *Tracker) putLabel(ctx context.Context, task, label int64) (time.Time, error) {
 	a, err := t.do(ctx, http.MethodPut, "/api/v1/tasks/"+strconv.FormatInt(task, 10)+"/labels", nil,
 		map[string]int64{"label_id": label}, "application/json")
 	if err != nil {
-		if a.status == http.StatusBadRequest && bytes.Contains(a.body, []byte("8001")) {
+		switch {
+		case a.status == http.StatusBadRequest && bytes.Contains(a.body, []byte("8001")):
 			return time.Time{}, nil
+		case a.status == http.StatusNotFound && bytes.Contains(a.body, []byte("8002")):
+			return time.Time{}, errStaleLabel
 		}
 		return time.Time{}, err
 	}
@@ -692,11 +732,13 @@ func (t *Tracker) setLabels(ctx context.Context, w *wireTask, want []string) (bo
 		have[l.ID] = true
 	}
 	changed := false
-	for _, id := range ids {
+	for i, id := range ids {
 		if !have[id] {
-			if _, err := t.addLabel(ctx, w.ID, id); err != nil {
+			added, _, err := t.addLabel(ctx, w.ID, want[i], id)
+			if err != nil {
 				return changed, err
 			}
+			ids[i] = added
 			changed = true
 		}
 	}
