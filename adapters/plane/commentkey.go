@@ -9,17 +9,21 @@ import (
 	"unicode/utf8"
 )
 
-// A comment's key is its external_id, which Plane keeps in 255 characters
-// (IssueComment.external_id, a CharField(max_length=255); a longer one is
-// refused with 400), while relayr's keys may be 1,024 bytes. A key of up
-// to 255 characters is the external_id itself, as it always was, so a
-// comment posted before is still found by Plane's 409. A longer key (or one
-// that could be taken for a digest) files under its digest,
-// "relayr-sha256:" and 64 hex digits of SHA-256, and the comment carries
-// the full key in a marker, an HTML comment at the end of comment_html
-// (which Plane stores as sent: api/serializers/issue.py:L690-720), which
-// reads give back as the key and take off the body. A marker a person's
-// edit dropped leaves the digest as the key: still relayr's comment.
+// An item's or a comment's key is its external_id, which Plane keeps in
+// 255 characters (Issue.external_id and IssueComment.external_id, each a
+// CharField(max_length=255); a longer one is refused with 400), while
+// relayr's keys may be 1,024 bytes. A key of up to 255 characters is the
+// external_id itself, as it always was, so an item or comment filed before
+// is still found by Plane's 409 and lookup. A longer key (or one that
+// could be taken for a digest) files under its digest, "relayr-sha256:"
+// and 64 hex digits of SHA-256; so does an external_source over 255
+// characters (a long tenant and workspace). An item filed under a digest
+// reads back with the digest as its key: the followers find it by its id
+// in the ledger. A comment carries the full key in a marker, an HTML
+// comment at the end of comment_html (which Plane stores as sent:
+// api/serializers/issue.py:L690-720), which reads give back as the key and
+// take off the body. A marker a person's edit dropped leaves the digest as
+// the key: still relayr's comment.
 
 // maxExternalID is external_id's length in characters.
 const maxExternalID = 255
@@ -30,8 +34,8 @@ const digestPrefix = "relayr-sha256:"
 // markerRe is the marker: base64 of the key, which holds no "--".
 var markerRe = regexp.MustCompile(`<!--relayr-key:([A-Za-z0-9+/=]*)-->$`)
 
-// commentExternalID is the external_id a comment's key files under.
-func commentExternalID(key string) string {
+// externalID is the external_id (or external_source) a key files under.
+func externalID(key string) string {
 	if utf8.RuneCountInString(key) <= maxExternalID && !strings.HasPrefix(key, digestPrefix) {
 		return key
 	}
@@ -42,7 +46,7 @@ func commentExternalID(key string) string {
 // markedBody is the comment_html posted for key: the body, with the
 // marker when the external_id is a digest.
 func markedBody(key, body string) string {
-	if commentExternalID(key) == key {
+	if externalID(key) == key {
 		return body
 	}
 	return body + "<!--relayr-key:" + base64.StdEncoding.EncodeToString([]byte(key)) + "-->"
@@ -50,17 +54,17 @@ func markedBody(key, body string) string {
 
 // commentKey reads a comment's key back from its external_id and body, and
 // answers the body without the marker.
-func commentKey(externalID, body string) (key, shown string) {
-	if !strings.HasPrefix(externalID, digestPrefix) {
-		return externalID, body
+func commentKey(filedAs, body string) (key, shown string) {
+	if !strings.HasPrefix(filedAs, digestPrefix) {
+		return filedAs, body
 	}
 	m := markerRe.FindStringSubmatchIndex(body)
 	if m == nil {
-		return externalID, body
+		return filedAs, body
 	}
 	raw, err := base64.StdEncoding.DecodeString(body[m[2]:m[3]])
-	if err != nil || commentExternalID(string(raw)) != externalID {
-		return externalID, body
+	if err != nil || externalID(string(raw)) != filedAs {
+		return filedAs, body
 	}
 	return string(raw), body[:m[0]]
 }

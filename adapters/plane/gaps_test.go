@@ -81,6 +81,22 @@ func TestPlanesSmallerBehaviours(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ALongItemKeyFilesUnderItsDigestAndIsFoundAgain", func(t *testing.T) {
+		e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
+		for _, key := range []string{"ci/" + strings.Repeat("é", 300), strings.Repeat("k", tracker.MaxKeyBytes), "relayr-sha256:looks-like-a-digest"} {
+			it := must(e.tr.Create(ctx, key, tracker.Draft{Title: "x"}))(t)
+			// Plane's 409 guards the key, and the lookup finds it.
+			_, err := e.tr.Create(ctx, key, tracker.Draft{Title: "x"})
+			var exists *tracker.ExistsError
+			if !errors.As(err, &exists) || exists.ID != it.Ref.ID {
+				t.Fatalf("a second create under %d characters: %v, want the first (%s) named", len([]rune(key)), err, it.Ref.ID)
+			}
+			found := must(e.tr.Find(ctx, key))(t)
+			if found.Ref.ID != it.Ref.ID {
+				t.Fatalf("Find answered %s, want %s", found.Ref.ID, it.Ref.ID)
+			}
+		}
+	})
 	t.Run("ACommentKeyFiledUnderTheOldSchemeIsStillFound", func(t *testing.T) {
 		e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
 		it := must(e.tr.Create(ctx, "k", tracker.Draft{Title: "x"}))(t)

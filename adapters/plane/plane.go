@@ -2,7 +2,8 @@
 // on plain net/http.
 //
 // Items are filed with external_source = the workspace's Source
-// ("lattice:<tenant>/<workspace>") and external_id = the key, so Plane's
+// ("lattice:<tenant>/<workspace>") and external_id = the key (its digest
+// past Plane's 255 characters: commentkey.go), so Plane's
 // duplicate check is a second guard behind relayr's claim (ADR-0033): a
 // create whose key already filed an item (archived ones included) fails as a
 // *tracker.ExistsError naming it, and Find is Plane's external-id lookup.
@@ -165,7 +166,7 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 		},
 		cat:    c.cat,
 		size:   &c.size,
-		source: source.String(),
+		source: externalID(source.String()),
 	}
 	c.mu.Lock()
 	ident := c.ident
@@ -273,7 +274,7 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 	if err := tracker.ValidateKey(key); err != nil {
 		return tracker.Item{}, err
 	}
-	q := url.Values{"external_id": {key}, "external_source": {t.source}, "fields": {itemFields}}
+	q := url.Values{"external_id": {externalID(key)}, "external_source": {t.source}, "fields": {itemFields}}
 	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/")+"?"+q.Encode(), nil)
 	if err != nil {
 		return tracker.Item{}, err
@@ -307,7 +308,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 		body := map[string]any{
 			"name":             d.Title,
 			"description_html": sendDescription(d.Description),
-			"external_id":      key,
+			"external_id":      externalID(key),
 			"external_source":  t.source,
 		}
 		if d.State != "" {
@@ -519,7 +520,7 @@ func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Co
 	}
 	req := map[string]any{"comment_html": body}
 	if key != "" {
-		req["external_id"] = commentExternalID(key)
+		req["external_id"] = externalID(key)
 		req["external_source"] = t.source
 		req["comment_html"] = markedBody(key, body)
 	}

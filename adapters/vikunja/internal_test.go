@@ -195,7 +195,7 @@ func FuzzParseMarker(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, key string) {
 		_ = ParseMarkers(text)
 		_, _ = KeyOf(text, src)
-		if tracker.ValidateKey(key) != nil || strings.ContainsAny(key, "<>&\r\n") || strings.TrimSpace(key) != key {
+		if tracker.ValidateKey(key) != nil {
 			return
 		}
 		// A key relayr files reads back from its own marker, whatever

@@ -289,8 +289,24 @@ type Connector interface {
 }
 
 // ValidateKey checks a key before anything touches the ledger or a tracker:
-// not empty, at most MaxKeyBytes of UTF-8, no NUL or control characters.
-func ValidateKey(key string) error { return ValidateName("key", key) }
+// not empty, at most MaxKeyBytes of UTF-8, no NUL or control characters,
+// and nothing a tracker rewrites on the way back, so that the key read
+// back is the key filed (a key that is not is never found again, and a
+// retaken claim files its item twice): no space at either end (Plane's
+// external_id and Vikunja's marker are trimmed), and no '<', '>' or '&'
+// (Vikunja's marker sits in a description its web editor keeps as HTML).
+func ValidateKey(key string) error {
+	if err := ValidateName("key", key); err != nil {
+		return err
+	}
+	if strings.TrimSpace(key) != key {
+		return &InvalidError{Field: "key", Reason: "begins or ends with a space, which trackers trim"}
+	}
+	if strings.ContainsAny(key, "<>&") {
+		return &InvalidError{Field: "key", Reason: "holds '<', '>' or '&', which a tracker's HTML rewrites"}
+	}
+	return nil
+}
 
 // ValidateName checks a key-like name (a key, a tenant, a workspace) the way
 // ValidateKey does, naming field in the error.

@@ -46,6 +46,14 @@ func TestValidateKey(t *testing.T) {
 		{"Delete", "a\x7fb", false},
 		{"C1Control", "a\u0085b", false},
 		{"NotUTF8", "a\xffb", false},
+		// What a tracker rewrites on the way back: never found again.
+		{"SpaceInside", "disk full/host 1", true},
+		{"TrailingSpace", "k1 ", false},
+		{"LeadingSpace", " k1", false},
+		{"TrailingNoBreakSpace", "a\u00a0", false},
+		{"Markup", "x<b>y", false},
+		{"CharacterReference", "a&amp;b", false},
+		{"Ampersand", "R&D", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := tracker.ValidateKey(c.key)
