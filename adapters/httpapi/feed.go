@@ -94,7 +94,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, "unavailable", "the event log is unavailable", time.Second)
 			return
 		}
-		if len(evs) > 0 || wait == 0 || ctx.Err() != nil {
+		if len(evs) > 0 || wait == 0 || ctx.Err() != nil || a.drained() {
 			next := int64(after)
 			if len(evs) > 0 {
 				next = evs[len(evs)-1].Seq
@@ -104,7 +104,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, FeedResponse{Events: evs, Next: next})
 			return
 		}
-		if err := waitFor(ctx, a.c.Clock, changed); err != nil && r.Context().Err() != nil {
+		if err := waitFor(ctx, a.c.Clock, changed, a.draining); err != nil && r.Context().Err() != nil {
 			return // the client went away
 		}
 	}
@@ -119,15 +119,27 @@ func (a *API) bound(tenant, workspace string) bool {
 	return err == nil
 }
 
-// waitFor waits for a notification, the poll interval, or the context.
-func waitFor(ctx context.Context, c clock.Clock, changed <-chan struct{}) error {
+// waitFor waits for a notification, the poll interval, a drain, or the
+// context.
+func waitFor(ctx context.Context, c clock.Clock, changed, draining <-chan struct{}) error {
 	select {
 	case <-changed:
+	case <-draining:
 	case <-c.After(pollEvery):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	return nil
+}
+
+// drained reports whether Drain was called.
+func (a *API) drained() bool {
+	select {
+	case <-a.draining:
+		return true
+	default:
+		return false
+	}
 }
 
 // pollSlots bounds the waiting feed reads per token.

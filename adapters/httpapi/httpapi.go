@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
@@ -132,7 +133,19 @@ type API struct {
 	hooks   *hookSlots
 	replays *replayCache
 	polls   *pollSlots
+
+	// draining is closed by Drain: waiting feed reads answer at once.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
+
+// Drain answers the feed reads waiting now, and any that come later, with
+// what they have, as their wait ending would: a server shutting down
+// (http.Server.Shutdown) waits for its requests, and a read waiting up to
+// a minute for events would hold the shutdown past its grace. Register it
+// with http.Server.RegisterOnShutdown; NewServer does. It is safe to call
+// more than once.
+func (a *API) Drain() { a.drainOnce.Do(func() { close(a.draining) }) }
 
 // Route is one route of the API, as the OpenAPI document lists it.
 type Route struct {
@@ -204,7 +217,8 @@ func New(c Config) *API {
 		hooks: &hookSlots{max: l.Webhooks, perTenant: l.WebhooksPerTenant, tenants: map[string]int{}},
 		replays: &replayCache{clock: c.Clock, window: l.ReplayWindow, max: MaxRemembered,
 			until: map[[sha256.Size]byte]time.Time{}},
-		polls: &pollSlots{max: l.LongPollsPerToken, held: map[[sha256.Size]byte]int{}},
+		polls:    &pollSlots{max: l.LongPollsPerToken, held: map[[sha256.Size]byte]int{}},
+		draining: make(chan struct{}),
 	}
 	for tok, tenant := range c.Tokens {
 		if tok != "" {
@@ -526,7 +540,7 @@ func (a *API) openapi(w http.ResponseWriter, _ *http.Request) {
 // NewServer wraps the handler in an http.Server with timeouts on every
 // phase, so a slow client holds nothing for long.
 func NewServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Addr:              addr,
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -536,4 +550,8 @@ func NewServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 	}
+	if a, ok := h.(*API); ok {
+		srv.RegisterOnShutdown(a.Drain)
+	}
+	return srv
 }

@@ -513,6 +513,23 @@ func TestFeed(t *testing.T) {
 			t.Fatalf("%+v", f)
 		}
 	})
+	t.Run("ADrainAnswersAWaitingReadAtOnceAndTheNextWithoutWaiting", func(t *testing.T) {
+		e := newEnv(t)
+		appendEv(e, "e1")
+		got := make(chan resp)
+		go func() { got <- e.do("GET", ws+"/events?after=1&wait=60s", tokenA, nil) }()
+		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		e.api.Drain()
+		if f := read(<-got); len(f.Events) != 0 || f.Next != 1 {
+			t.Fatalf("%+v, want no events and next 1", f)
+		}
+		e.api.Drain() // a second drain is no error
+		if f := read(e.do("GET", ws+"/events?after=1&wait=60s", tokenA, nil)); len(f.Events) != 0 {
+			t.Fatalf("%+v", f)
+		}
+	})
 	t.Run("BadParametersAreInvalid", func(t *testing.T) {
 		e := newEnv(t)
 		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "wait=forever", "wait=61s", "wait=-1s"} {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,9 @@ import (
 
 // TestSIGTERMGivesTheLeasesUpAtOnce runs `relayr serve` on a SQLite ledger
 // bound to the Plane emulation, waits until its follower holds the
-// workspace's lease, sends SIGTERM, and checks that the process ends well
-// within its grace and leaves the lease free: another replica takes over at
+// workspace's lease, sends SIGTERM while a client's feed read waits, and
+// checks that the read is answered, that the process ends well within its
+// grace, and that it leaves the lease free: another replica takes over at
 // once, without waiting 30 s for it to lapse.
 func TestSIGTERMGivesTheLeasesUpAtOnce(t *testing.T) {
 	bin := relayrBinary(t)
@@ -68,7 +70,8 @@ identifier = %q
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), bin, "serve", "-config", path)
 	const opToken = "sigterm-operator-token-0123456789abcdef"
-	cmd.Env = append(os.Environ(), "ACME_TOKEN=sigterm-token-of-acme-0123456789abcdef", "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN="+opToken)
+	const tenantToken = "sigterm-token-of-acme-0123456789abcdef"
+	cmd.Env = append(os.Environ(), "ACME_TOKEN="+tenantToken, "ACME_PLANE_KEY="+plane.Bot.Key, "OP_TOKEN="+opToken)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -109,6 +112,34 @@ identifier = %q
 		return len(st.Bindings) == 1 && st.Bindings[0].PolledAt != nil && !st.Bindings[0].PolledAt.IsZero()
 	})
 
+	// A client follows the feed: its read waits up to a minute, longer
+	// than the grace. Shutting down answers it at once with what it has.
+	polled := make(chan error, 1)
+	sent := make(chan struct{})
+	go func() {
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { close(sent) },
+		}), http.MethodGet, "http://"+addr+"/relayr/v1/tenants/acme/workspaces/ops/events?after=1000&wait=60s", nil)
+		if err != nil {
+			polled <- err
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+tenantToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			polled <- err
+			return
+		}
+		defer func() { _ = res.Body.Close() }()
+		var f struct{ Next int64 }
+		if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != http.StatusOK || f.Next != 1000 {
+			polled <- fmt.Errorf("the waiting read answered %d, next %d, %v; want 200 and next 1000", res.StatusCode, f.Next, err)
+			return
+		}
+		polled <- nil
+	}()
+	<-sent
+
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -122,6 +153,9 @@ identifier = %q
 		t.Fatalf("relayr did not stop within 20 s of SIGTERM:\n%s", logs.String())
 	}
 	t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if err := <-polled; err != nil {
+		t.Fatalf("a feed read waiting at SIGTERM: %v\n%s", err, logs.String())
+	}
 
 	led, err := ledgersqlite.Open(context.Background(), filepath.Join(dir, "relayr.db"))
 	if err != nil {
