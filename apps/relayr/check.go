@@ -24,6 +24,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "configuration %s: valid, %d tenants, %d bindings, %d subscriptions\n", *path, len(c.Tenants), len(c.Bindings), len(c.Subscriptions))
+	for _, w := range c.Warnings() {
+		fmt.Fprintf(stdout, "  warning: %s\n", w)
+	}
 	bindings, err := app.Bindings(c, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "relayr: %v\n", err)

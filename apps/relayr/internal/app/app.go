@@ -280,6 +280,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("relayr serving", "addr", ln.Addr().String(), "bindings", len(a.Config.Bindings), "ledger", a.Config.Ledger.Driver)
+	for _, w := range a.Config.Warnings() {
+		a.Logger.Warn("configuration", "warning", w)
+	}
 
 	var err error
 	select {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
 )
@@ -341,8 +342,8 @@ func (c *Config) validate() []string {
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
 		switch {
-		case tracker.ValidateKey(t.Name) != nil:
-			add("tenants[%d]: name %q is not a valid name", i, t.Name)
+		case validName(t.Name) != nil:
+			add("tenants[%d]: name %q: %v", i, t.Name, validName(t.Name))
 		case tenants[t.Name] != nil:
 			add("tenants: %q is configured twice", t.Name)
 		}
@@ -374,8 +375,8 @@ func (c *Config) validate() []string {
 		case t == nil:
 			add("%s: tenant %q is not configured", where, b.Tenant)
 		}
-		if tracker.ValidateKey(b.Workspace) != nil {
-			add("%s: workspace %q is not a valid name", where, b.Workspace)
+		if err := validName(b.Workspace); err != nil {
+			add("%s: workspace %q: %v", where, b.Workspace, err)
 		}
 		if bound[b.Tenant+"/"+b.Workspace] {
 			add("%s: the workspace is bound twice", where)
@@ -409,6 +410,11 @@ func (c *Config) validate() []string {
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %q is not backlog, todo, started, done or cancelled", where, s)
 		}
+		// Defaults join every draft after the caller's is checked: one a
+		// tracker can't keep would refuse every filing as the caller's.
+		if err := tracker.ValidateDraft(tracker.Draft{Title: "defaults", Labels: b.Defaults.Labels}); err != nil {
+			add("%s: defaults.labels: %v", where, err)
+		}
 		switch {
 		case b.ConcurrentWrites < 0:
 			add("%s: concurrent_writes %d is below 1", where, b.ConcurrentWrites)
@@ -431,8 +437,8 @@ func (c *Config) validate() []string {
 		if !bound[s.Tenant+"/"+s.Workspace] {
 			add("%s: %s/%s is not a bound workspace", where, s.Tenant, s.Workspace)
 		}
-		if tracker.ValidateKey(s.Name) != nil {
-			add("%s: needs a name", where)
+		if err := validName(s.Name); err != nil {
+			add("%s: name %q: %v", where, s.Name, err)
 		}
 		if subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] {
 			add("%s: configured twice", where)
@@ -689,4 +695,31 @@ func (c *Config) LedgerPath() string {
 		p = filepath.Join(c.Dir, p)
 	}
 	return p
+}
+
+// Warnings names what the configuration allows but an operator should
+// know: a shutdown grace no longer than the write bound (a write under way
+// at SIGTERM may be cut off, its claim held unrecorded until it is retaken;
+// nothing is filed twice, and tests that kill replicas set it short on
+// purpose). relayr check prints them, and serve logs them.
+func (c *Config) Warnings() []string {
+	var out []string
+	if grace, wb := c.Timings.ShutdownGrace.Or(25*time.Second), c.Timings.WriteBound.Or(writes.DefaultWriteBound); grace <= wb {
+		out = append(out, fmt.Sprintf("timings: shutdown_grace (%s) is not longer than write_bound (%s): a write under way at SIGTERM may be cut off, and its key answers tracker_claimed until its claim is retaken", grace, wb))
+	}
+	return out
+}
+
+// validName checks a tenant, workspace or subscription name as every part
+// of relayr keeps it: a key's rules (it is part of each key's marker and
+// source), and at most ledger.MaxName bytes, which the ledger and the event
+// log hold (a longer one passed here, then failed every lease and write).
+func validName(v string) error {
+	if err := tracker.ValidateKey(v); err != nil {
+		return err
+	}
+	if len(v) > ledger.MaxName {
+		return fmt.Errorf("is %d bytes, over %d", len(v), ledger.MaxName)
+	}
+	return nil
 }

@@ -132,6 +132,18 @@ func TestRefusals(t *testing.T) {
 		{"ABadSubscriptionURL", func(s string) string {
 			return strings.Replace(s, `url = "https://rules.example.com/hook"`, `url = "ftp://x"`, 1)
 		}, `url: "ftp://x" is not an http(s) URL`},
+		{"AWorkspaceNameOverTheLedgersLimit", func(s string) string {
+			return strings.Replace(s, `workspace = "ops"`, `workspace = "`+strings.Repeat("w", 300)+`"`, 1)
+		}, "is 300 bytes, over 256"},
+		{"ATenantNameOverTheLedgersLimit", func(s string) string {
+			return strings.Replace(s, `name = "acme"`, `name = "`+strings.Repeat("t", 257)+`"`, 1)
+		}, "is 257 bytes, over 256"},
+		{"ASubscriptionNameOverTheLedgersLimit", func(s string) string {
+			return strings.Replace(s, `name = "rules"`, `name = "`+strings.Repeat("r", 257)+`"`, 1)
+		}, "is 257 bytes, over 256"},
+		{"ABlankDefaultLabel", func(s string) string {
+			return strings.Replace(s, `labels = ["relayr"]`, `labels = ["  "]`, 1)
+		}, "defaults.labels: invalid labels: holds a blank label"},
 		{"AWriteBoundPastTheRetake", func(s string) string {
 			return strings.Replace(s, "[timings]\n", "[timings]\nwrite_bound = \"45s\"\n", 1)
 		}, "timings: write_bound (45s) must be shorter than retake_after (30s)"},
@@ -307,5 +319,22 @@ func TestSecretsAreReadFromTheEnvironmentOrFilesAndMissingOnesAreNamedTogether(t
 	_, err = c.ReadSecrets(func(k string) string { return env[k] })
 	if err == nil || !strings.Contains(err.Error(), "ACME_TOKEN") || !strings.Contains(err.Error(), "ACME_PLANE_KEY") {
 		t.Fatalf("err %v: want both missing secrets named", err)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	c, err := config.Parse([]byte(strings.Replace(good, "[timings]\n", "[timings]\nshutdown_grace = \"2s\"\n", 1)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Warnings(); len(w) != 1 || !strings.Contains(w[0], "shutdown_grace (2s) is not longer than write_bound (20s)") {
+		t.Fatalf("warnings %q, want the grace's", w)
+	}
+	c, err = config.Parse([]byte(good), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Warnings(); len(w) != 0 {
+		t.Fatalf("the defaults warn %q", w)
 	}
 }
