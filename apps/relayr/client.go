@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,13 +38,35 @@ func (e *apiError) Error() string {
 }
 
 // retryable: the API said a retry can succeed (it sends Retry-After then),
-// or it didn't answer at all.
+// or it didn't answer at all (the network, a timeout, a dropped answer).
+// Anything else (a 2xx whose body is not the API's) is no better retried.
 func retryable(err error) bool {
 	var ae *apiError
-	if errors.As(err, &ae) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ae):
 		return ae.retryAfter != "" || ae.status >= 500
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		return true
 	}
-	return true
+	return false
+}
+
+// check refuses, as a usage error, a client that no retry could help: a
+// -url that is not http(s) with a host, or a token that can't be sent in
+// a header.
+func (c *client) check() error {
+	u, err := url.Parse(c.base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("-url %q is not an http(s) URL", c.base)
+	}
+	for _, r := range c.token {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("the token holds a control character (a newline?), which no header carries")
+		}
+	}
+	return nil
 }
 
 func tokenFrom(flagValue, file string) (string, error) {

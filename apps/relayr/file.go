@@ -51,6 +51,10 @@ func runFile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	c.token = tok
+	if err := c.check(); err != nil {
+		fmt.Fprintf(stderr, "relayr file: %v\n", err)
+		return exitUsage
+	}
 	req.State, req.Labels = tracker.State(*state), ls
 	var res httpapi.ItemResponse
 	if err := c.do(ctx, "POST", c.workspacePath("/items/ensure"), req, &res); err != nil {
@@ -84,6 +88,14 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	c.token = tok
+	if err := c.check(); err != nil {
+		fmt.Fprintf(stderr, "relayr events: %v\n", err)
+		return exitUsage
+	}
+	if *limit < 1 || *limit > 1000 || *after < 0 {
+		fmt.Fprintln(stderr, "relayr events: -limit is 1 to 1000 and -after at least 0")
+		return exitUsage
+	}
 	enc := json.NewEncoder(stdout)
 	for {
 		wait := "0s"

@@ -71,6 +71,36 @@ func TestFileExitCodesTellRetryFromGiveUp(t *testing.T) {
 			t.Fatalf("exit %d, want %d", code, exitRetry)
 		}
 	})
+	t.Run("WhatNoRetryHelpsIsUsageOrGiveUp", func(t *testing.T) {
+		for _, c := range []struct {
+			name, url, token string
+			want             int
+		}{
+			{"AnFTPURL", "ftp://127.0.0.1:1", "tok", exitUsage},
+			{"NoScheme", "::bad", "tok", exitUsage},
+			{"NoHost", "http://", "tok", exitUsage},
+			{"ATokenWithANewline", "http://127.0.0.1:1", "abc\ndef", exitUsage},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Setenv("RELAYR_TOKEN", c.token)
+				var out bytes.Buffer
+				if code := run(context.Background(), args(c.url), &out, &out); code != c.want {
+					t.Fatalf("exit %d, want %d: %s", code, c.want, out.String())
+				}
+			})
+		}
+		// A 2xx whose body is not the API's: relayr's answer was not
+		// understood, and asking again gets the same.
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("<html>a proxy's page</html>")) }))
+		defer srv.Close()
+		var out bytes.Buffer
+		if code := run(context.Background(), args(srv.URL), &out, &out); code != exitFail {
+			t.Fatalf("a 200 that is not the API's: exit %d, want %d", code, exitFail)
+		}
+		if code := run(context.Background(), []string{"events", "-url", srv.URL, "-tenant", "acme", "-workspace", "ops", "-limit", "0"}, &out, &out); code != exitUsage {
+			t.Fatalf("events -limit 0: exit %d, want %d", code, exitUsage)
+		}
+	})
 	t.Run("AMissingFlagIsUsage", func(t *testing.T) {
 		var out bytes.Buffer
 		if code := run(context.Background(), []string{"file", "-tenant", "acme"}, &out, &out); code != exitUsage {
