@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -254,6 +255,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "internal", "internal error", 0)
 		}
 	}()
+	if !clean(r.URL.Path) {
+		// ServeMux would answer a redirect in HTML, or a route's 405: a
+		// path with "." or ".." segments, or "//", names no route.
+		writeError(w, http.StatusBadRequest, "invalid", `the path has "." or ".." segments, or "//"`, 0)
+		return
+	}
 	if _, pattern := a.mux.Handler(r); pattern == "" || pattern == "/" {
 		// ServeMux answers a method it doesn't route with a plain-text 405.
 		for _, rt := range a.routes() {
@@ -265,6 +272,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// clean reports whether p is as path.Clean leaves it, a trailing slash
+// aside.
+func clean(p string) bool {
+	if p == "" {
+		return true
+	}
+	c := path.Clean(p)
+	return c == p || c+"/" == p
 }
 
 // matches reports whether path fits a pattern's segments.

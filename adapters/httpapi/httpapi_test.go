@@ -452,6 +452,18 @@ func TestHealth(t *testing.T) {
 	}
 	want(t, e.do("GET", "/nowhere", "", nil), 404, "not_found")
 	want(t, e.do("DELETE", ws+"/items/ensure", tokenA, nil), 405, "method_not_allowed")
+	// A path with "." or ".." segments, or "//", names no route: JSON, not
+	// a route's 405 or ServeMux's HTML redirect.
+	for _, p := range []string{
+		"/relayr/v1/tenants/acme/workspaces/./items/ensure",
+		"/relayr/v1/tenants/acme/workspaces/ops/../ops/items/ensure",
+		"/relayr/v1/tenants/acme//workspaces/ops/items/ensure",
+	} {
+		want(t, e.do("POST", p, tokenA, `{"key":"k","title":"t"}`), 400, "invalid")
+	}
+	if r := e.do("GET", "/relayr/v1/tenants/acme/workspaces/ops/events/", tokenA, nil); r.status != 404 {
+		t.Fatalf("a trailing slash: %d %s, want the unknown route's 404", r.status, r.body)
+	}
 }
 
 func TestFeed(t *testing.T) {
