@@ -209,6 +209,21 @@ func TestWriteAPI(t *testing.T) {
 		if first.Item.Name != "OPS-1" || first.Item.Key != "ci/1" || first.How != writes.Created {
 			t.Fatalf("first: %+v", first)
 		}
+		// Answered from the ledger before any read of the item, the state
+		// the tracker gave it (the draft named none) and its time are not
+		// known: left out, never "" or year 1, which the schema refuses.
+		var raw struct {
+			Item map[string]json.RawMessage `json:"item"`
+		}
+		if err := json.Unmarshal(r.body, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := raw.Item["state"]; ok {
+			t.Fatalf("state %s answered, want it left out", raw.Item["state"])
+		}
+		if _, ok := raw.Item["updated_at"]; ok {
+			t.Fatalf("updated_at %s answered, want it left out", raw.Item["updated_at"])
+		}
 	})
 
 	t.Run("TheCorrelationHeaderIsKeptOnTheRow", func(t *testing.T) {

@@ -57,17 +57,20 @@ type ItemResponse struct {
 
 // ItemJSON is an item as the API answers it.
 type ItemJSON struct {
-	ID          string        `json:"id"`
-	Number      int64         `json:"number"`
-	Name        string        `json:"name"`
-	Link        string        `json:"link"`
-	Key         string        `json:"key"`
-	Title       string        `json:"title"`
-	Description string        `json:"description"`
-	State       tracker.State `json:"state"`
-	Labels      []string      `json:"labels"`
-	UpdatedAt   time.Time     `json:"updated_at"`
-	Archived    bool          `json:"archived,omitempty"`
+	ID          string `json:"id"`
+	Number      int64  `json:"number"`
+	Name        string `json:"name"`
+	Link        string `json:"link"`
+	Key         string `json:"key"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// State and UpdatedAt are left out when relayr does not know them: a
+	// retried filing answered from the ledger before any read of the item
+	// knows what it filed, not the state the tracker gave it by default.
+	State     tracker.State `json:"state,omitempty"`
+	Labels    []string      `json:"labels"`
+	UpdatedAt time.Time     `json:"updated_at,omitzero"`
+	Archived  bool          `json:"archived,omitempty"`
 }
 
 func itemJSON(it tracker.Item) ItemJSON {
