@@ -59,14 +59,23 @@ func migrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string, migra
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('relayr.migrate/' || $1::text, 5370))`, schema); err != nil {
 		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
 	}
-	steps := []string{
-		`CREATE SCHEMA IF NOT EXISTS ` + quoted,
-		`SET LOCAL search_path TO ` + quoted + `, pg_temp`,
+	// CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when
+	// the schema stands, which a schema's owner given it by a DBA
+	// (CREATE SCHEMA ... AUTHORIZATION) usually lacks: asked only when the
+	// schema is missing.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
+	}
+	steps := []string{`SET LOCAL search_path TO ` + quoted + `, pg_temp`}
+	if !exists {
+		steps = append([]string{`CREATE SCHEMA ` + quoted}, steps...)
+	}
+	steps = append(steps,
 		`CREATE TABLE IF NOT EXISTS relayr_migrations (
 			version    integer PRIMARY KEY,
 			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
+			applied_at timestamptz NOT NULL DEFAULT now())`)
 	for _, sql := range steps {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))

@@ -122,3 +122,78 @@ func TestFollowedIsForRelayrsRolesOnly(t *testing.T) {
 		}
 	})
 }
+
+// A role that may only read the ledger (a report's) is not made a replica
+// by an upgrade: neither relayr_followed nor the holders' rows.
+func TestAnUpgradeGivesAReadOnlyRoleNothingMore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	all, err := loadMigrations(migrationFS, "migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := pgtest.Schema(t)
+	admin := pgtest.Open(t, pgtest.Admin(t))
+	if err := migrateSchema(ctx, admin, schema, all[:1]); err != nil {
+		t.Fatal(err)
+	}
+	reader := role(t, admin, schema, "SELECT ON ALL TABLES")
+	replica := role(t, admin, schema, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES")
+	if err := migrateSchema(ctx, admin, schema, all); err != nil {
+		t.Fatal(err)
+	}
+	if mayFollow(t, reader, schema) {
+		t.Fatal("a read-only role was granted relayr_followed, every tenant's followers")
+	}
+	if !mayFollow(t, replica, schema) {
+		t.Fatal("the replica's role lost relayr_followed")
+	}
+	holders := pgx.Identifier{schema, "relayr_holders"}.Sanitize()
+	_, err = pgtest.Open(t, reader).Exec(ctx, `INSERT INTO `+holders+` (holder, expires, spent) VALUES ('fake', now() + interval '100 years', '{}')`)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Fatalf("a read-only role writing a holder: %v, want insufficient_privilege", err)
+	}
+	if _, err := pgtest.Open(t, replica).Exec(ctx, `DELETE FROM `+holders+` WHERE holder = 'none'`); err != nil {
+		t.Fatalf("the replica's role on the holders: %v", err)
+	}
+}
+
+// A schema a DBA made for its owner (CREATE SCHEMA ... AUTHORIZATION), the
+// owner holding no CREATE on the database, is migrated by its owner, and
+// migrated again.
+func TestTheSchemasOwnerMigratesWithoutCreateOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	admin := pgtest.Open(t, pgtest.Admin(t))
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "relayr_test_owner_" + hex.EncodeToString(b[:])
+	schema := "relayr_test_owned_" + hex.EncodeToString(b[:])
+	id, s := pgx.Identifier{name}.Sanitize(), pgx.Identifier{schema}.Sanitize()
+	for _, q := range []string{
+		`CREATE ROLE ` + id + ` LOGIN PASSWORD 'relayr-test' NOSUPERUSER NOCREATEDB NOCREATEROLE`,
+		`CREATE SCHEMA ` + s + ` AUTHORIZATION ` + id,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, q := range []string{`DROP SCHEMA ` + s + ` CASCADE`, `DROP OWNED BY ` + id, `DROP ROLE ` + id} {
+			if _, err := admin.Exec(ctx, q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	cfg := pgtest.Admin(t)
+	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, "relayr-test"
+	owner := pgtest.Open(t, cfg)
+	for range 2 {
+		if err := MigrateSchema(ctx, owner, schema); err != nil {
+			t.Fatalf("the schema's owner migrating it: %v", err)
+		}
+	}
+}

@@ -16,12 +16,16 @@ DECLARE
 	r regrole;
 BEGIN
 	FOR r IN
-		SELECT DISTINCT a.grantee::regrole
+		-- A replica's role: it may read and write the followers. A role
+		-- that may only read them (a report's) is given nothing.
+		SELECT a.grantee::regrole
 		FROM pg_class c, aclexplode(c.relacl) a
 		WHERE c.oid = 'relayr_followers'::regclass
-			AND a.privilege_type = 'SELECT'
+			AND a.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE')
 			AND a.grantee <> 0
 			AND a.grantee <> c.relowner
+		GROUP BY a.grantee
+		HAVING count(DISTINCT a.privilege_type) = 4
 	LOOP
 		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON relayr_holders TO %s', r);
 	END LOOP;
