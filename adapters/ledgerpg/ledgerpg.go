@@ -680,8 +680,11 @@ func (d *driver) Followed(ctx context.Context) ([]ledger.Follower, error) {
 }
 
 // Ping implements ledger.Driver: the server answers, the schema carries
-// every migration this relayr knows, and the role is bound by row-level
-// security exactly when RLS is on.
+// every migration this relayr knows (or more: a newer relayr migrated it
+// while this one serves, and migrations only add, so a rolling upgrade
+// keeps the older replicas ready until they are replaced;
+// docs/decisions.md), and the role is bound by row-level security exactly
+// when RLS is on.
 func (d *driver) Ping(ctx context.Context) error {
 	migrations, err := ledger.LoadMigrations(migrationFS, "migration")
 	if err != nil {
@@ -699,7 +702,7 @@ func (d *driver) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if version != len(migrations) {
+	if version < len(migrations) {
 		return fmt.Errorf("schema %q at version %d, want %d (run relayr migrate)", d.schema, version, len(migrations))
 	}
 	if bound != d.rls {

@@ -281,6 +281,29 @@ func TestPingRefusesAModeTheRoleDoesNotMatch(t *testing.T) {
 	}
 }
 
+// A newer relayr migrates the schema while this one serves (a rolling
+// upgrade): this one stays ready; an older schema is not.
+func TestPingIsReadyOnASchemaANewerRelayrMigrated(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t, false, nil)
+	migrations := pgx.Identifier{s.schema, "relayr_migrations"}.Sanitize()
+	var top int
+	must(t, s.admin.QueryRow(ctx, `SELECT max(version) FROM `+migrations).Scan(&top))
+	if _, err := s.admin.Exec(ctx, `INSERT INTO `+migrations+` (version, name) VALUES ($1, 'a_newer_relayrs')`, top+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("a schema one migration ahead: %v", err)
+	}
+	if _, err := s.admin.Exec(ctx, `DELETE FROM `+migrations+` WHERE version >= $1`, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("a schema one migration behind: Ping passed")
+	}
+}
+
 func TestKilledConnectionFailsOneCallAsUnavailable(t *testing.T) {
 	for _, mode := range pgtest.Modes {
 		t.Run(mode.Name, func(t *testing.T) {

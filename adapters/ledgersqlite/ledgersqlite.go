@@ -218,7 +218,9 @@ func (d *driver) Ping(ctx context.Context) error {
 	if err := d.read(ctx).row(schemaVersion).Scan(&v); err != nil {
 		return err
 	}
-	if v != d.migrations {
+	// A newer schema (another relayr migrated the file since this one
+	// opened it) still serves this one: migrations only add.
+	if v < d.migrations {
 		return fmt.Errorf("schema at version %d, want %d", v, d.migrations)
 	}
 	return nil

@@ -205,6 +205,22 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	must(t, l.Ping(t.Context()))
 }
 
+// Another relayr, newer, migrates the file while this one serves: this one
+// stays ready; a file behind is not.
+func TestPingIsReadyOnAFileANewerRelayrMigrated(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
+	var top int
+	must(t, l.d.r.QueryRowContext(t.Context(), `SELECT max(version) FROM relayr_migrations`).Scan(&top))
+	_, err := l.d.w.ExecContext(t.Context(), `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, 'a_newer_relayrs', 0)`, top+1)
+	must(t, err)
+	must(t, l.Ping(t.Context()))
+	_, err = l.d.w.ExecContext(t.Context(), `DELETE FROM relayr_migrations WHERE version >= ?`, top)
+	must(t, err)
+	if err := l.Ping(t.Context()); err == nil {
+		t.Fatal("a file one migration behind: Ping passed")
+	}
+}
+
 func TestMapError(t *testing.T) {
 	d := &driver{}
 	cases := []struct {
