@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http/httptrace"
 	"sort"
 	"sync"
@@ -314,8 +315,9 @@ func (b *Budget) Interval(key string, every time.Duration) time.Duration {
 func (b *Budget) interval(a *account, every time.Duration) time.Duration {
 	if need, capacity := b.floorNeed(a), b.floorCapacity(); need > capacity {
 		// Scale every interval by how far the floor passes what it may
-		// take of the limit.
-		return time.Duration(float64(every) * need / capacity)
+		// take of the limit (at most the longest Duration, for absurd
+		// figures).
+		return time.Duration(min(float64(every)*need/capacity, float64(math.MaxInt64/2)))
 	}
 	return every
 }
@@ -329,10 +331,12 @@ func (b *Budget) floorNeed(a *account) float64 {
 
 // floorCapacity is the requests a minute the followers' polls may take of
 // the replica's share: all of it but a tenth, which keeps room for a
-// connection's reads and a poll's further requests beside them; b.mu is
-// held.
+// connection's reads and a poll's further requests beside them, and one at
+// the least (a share of one request a minute, a budget under twice the
+// replicas, keeps no room beside the polls: with none, every interval was
+// infinite, read as a negative Duration); b.mu is held.
 func (b *Budget) floorCapacity() float64 {
-	return float64(b.share() - max(1, b.share()/10))
+	return float64(max(1, b.share()-max(1, b.share()/10)))
 }
 
 // Writing answers a context whose requests count as a write's: spent, and

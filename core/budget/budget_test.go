@@ -265,6 +265,33 @@ func TestPollsStretchWhereAKeyHasMoreBindingsThanItsBudgetCanPoll(t *testing.T) 
 	}
 }
 
+// A share of one request a minute (a budget of 1, or under twice the
+// replicas) still polls: each binding in turn, once a minute between them,
+// never an interval that overflows into the past.
+func TestAShareOfOneRequestAMinuteStretchesThePolls(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		limit, replicas int
+		bindings        int
+		want            time.Duration
+	}{
+		{"ABudgetOfOne", 1, 1, 1, time.Minute},
+		{"ABudgetOfOneTwoBindings", 1, 1, 2, 2 * time.Minute},
+		{"FiveAcrossThreeReplicas", 5, 3, 3, time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := budget.New(clock.NewFake(t0), c.limit)
+			b.SetReplicas(c.replicas)
+			for i := range c.bindings {
+				b.Follow(key, string(rune('a'+i)), 30*time.Second)
+			}
+			if got := b.Interval(key, 30*time.Second); got != c.want {
+				t.Fatalf("interval %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestBudgetFreesRequestsAsTheMinuteSlides(t *testing.T) {
 	clk := clock.NewFake(t0)
 	b := budget.New(clk, 40)
