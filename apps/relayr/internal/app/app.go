@@ -191,11 +191,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit,
 		},
 	})
-	holder := c.Holder
-	if holder == "" {
-		host, _ := os.Hostname()
-		holder = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
+	holder := holderName(c.Holder)
 	fopts := follow.Options{
 		LeaseTTL: t.Lease.Duration, PollEvery: t.Poll.Duration, Lookback: t.Lookback.Duration,
 		SweepEvery: t.Sweep.Duration, SweepMin: t.SweepMin.Duration, Debounce: t.Debounce.Duration,
@@ -427,4 +423,20 @@ func (a *App) checkStreams(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// holderName answers this run's name in leases and heartbeats: the
+// configured holder (the host name and process id by default), and "~"
+// with four hex digits of its own. Each run is a replica of its own: a
+// restart under the same name (a configured holder, or a container's PID
+// 1) is then a replica gone within the minute, whose spending the new run
+// inherits, instead of one whose heartbeat the new run overwrites,
+// forgetting what its last run spent of each key's minute
+// (docs/decisions.md).
+func holderName(configured string) string {
+	if configured == "" {
+		host, _ := os.Hostname()
+		configured = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return configured + "~" + ledger.NewNonce()[:4]
 }

@@ -338,6 +338,15 @@ func (c *Config) validate() []string {
 		add("timings: sweep_min (%s) is longer than sweep (%s): set it to sweep to sweep only every sweep", c.Timings.SweepMin.Duration, c.Timings.Sweep.Or(24*time.Hour))
 	}
 
+	if c.Holder != "" {
+		// A run adds "~" and four hex digits (app.holderName).
+		if err := tracker.ValidateName("holder", c.Holder); err != nil {
+			add("holder: %v", err)
+		} else if len(c.Holder) > ledger.MaxName-5 {
+			add("holder: is %d bytes, over %d", len(c.Holder), ledger.MaxName-5)
+		}
+	}
+
 	tenants := map[string]*Tenant{}
 	for i := range c.Tenants {
 		t := &c.Tenants[i]

@@ -141,6 +141,9 @@ func TestRefusals(t *testing.T) {
 		{"ASubscriptionNameOverTheLedgersLimit", func(s string) string {
 			return strings.Replace(s, `name = "rules"`, `name = "`+strings.Repeat("r", 257)+`"`, 1)
 		}, "is 257 bytes, over 256"},
+		{"AHolderTooLongForItsRunsSuffix", func(s string) string {
+			return strings.Replace(s, `operator_token = {env = "OP"}`, "operator_token = {env = \"OP\"}\nholder = \""+strings.Repeat("h", 252)+"\"", 1)
+		}, "holder: is 252 bytes, over 251"},
 		{"ABlankDefaultLabel", func(s string) string {
 			return strings.Replace(s, `labels = ["relayr"]`, `labels = ["  "]`, 1)
 		}, "defaults.labels: invalid labels: holds a blank label"},
