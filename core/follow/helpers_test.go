@@ -221,6 +221,9 @@ type recorder struct {
 	tracker.Tracker
 	mu      sync.Mutex
 	queries []query
+	// during, when set, answers the next Items call in the tracker's
+	// place, once: what happens while its request is on its way.
+	during func(context.Context, tracker.Query) (tracker.Page, error)
 }
 
 type query struct {
@@ -231,8 +234,14 @@ type query struct {
 func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 	r.mu.Lock()
 	r.queries = append(r.queries, query{at: time.Now(), q: q})
+	during := r.during
+	r.during = nil
 	r.mu.Unlock()
-	return r.Tracker.Items(ctx, q)
+	if during == nil {
+		return r.Tracker.Items(ctx, q)
+	}
+	time.Sleep(time.Millisecond) // the request is on its way
+	return during(ctx, q)
 }
 
 // SameDescription passes the fake's comparison through

@@ -497,6 +497,12 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 	return l.SaveCursor(ctx, r.f.id, ledger.Cursor{UpdatedAt: last.UpdatedAt, ItemID: last.ID})
 }
 
+// recordSkew is how far after a filing's record, on the clock of the
+// replica that recorded it, a read's request must have been sent, on its
+// own replica's clock, to show the item as the filing left it: a margin
+// for the replicas' clocks to differ.
+const recordSkew = time.Second
+
 // keyRow answers the claim row of the key the item was filed under, and
 // the item's key: by the key the tracker reads back, else by the item's
 // id. A claimed but not yet recorded key counts: its values are recorded
@@ -645,14 +651,16 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 				changed = append(changed, field)
 			}
 		}
-		if row != nil && row.Recorded && !seeding {
+		if row != nil && row.Recorded && !seeding && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
 			// An item relayr filed that a person changed before any read
 			// of it: what relayr recorded is what the item held before
 			// (docs/decisions.md). The change is from the record, so a
 			// read again derives the same id; its actor is unknown, since
-			// relayr's creation is among what this read sees. A claim not
+			// relayr's creation is among what this read sees. A read whose
+			// request went before the record may show the item half made
+			// (Vikunja labels a task after it makes it), and a claim not
 			// yet recorded may still be learning what the tracker made of
-			// its values.
+			// its values: neither publishes.
 			for _, field := range changed {
 				events = append(events, r.scope.changed(it, row.RecordedAt, key, field, ledger.Last(values[field]), ledger.Canonical(field, it), "", correlation, now))
 			}

@@ -48,6 +48,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
 		{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
 		{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
+		{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
 		{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
 		{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
 		{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
@@ -379,6 +380,28 @@ func changeBeforeFirstRead(t *testing.T) {
 	if d := e.data(e.wantEvents(2)[1]); d.Field != tracker.FieldTitle || string(d.Old) != `"T"` || string(d.New) != `"T2"` {
 		t.Fatalf("the retitling published %+v", d)
 	}
+}
+
+// A page whose request was sent before relayr recorded its filing may show
+// the item half made (Vikunja labels a task after it makes it): what it
+// lacks is relayr's filing still on its way, not a person's change.
+func readBeforeTheRecord(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	e.start()
+	e.rec.during = func(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+		// The filing lands and is recorded while the page is read, and
+		// the page shows the task before its label.
+		e.ensure("k1", tracker.Draft{Title: "T", Labels: []string{"ci"}, State: tracker.Todo})
+		pg, err := e.fake.Items(ctx, q)
+		for i := range pg.Items {
+			pg.Items[i].Labels = nil
+		}
+		return pg, err
+	}
+	e.poll()
+	e.wantEvents(0)
+	e.poll() // the next read sees the label: relayr's, an echo
+	e.wantEvents(0)
 }
 
 // A key a person wrote that no store takes (Vikunja's marker line, over
