@@ -244,6 +244,13 @@ func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, er
 	return during(ctx, q)
 }
 
+// answerNext sets during, under the recorder's lock.
+func (r *recorder) answerNext(during func(context.Context, tracker.Query) (tracker.Page, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.during = during
+}
+
 // SameDescription passes the fake's comparison through
 // (tracker.DescriptionComparer).
 func (r *recorder) SameDescription(set, held string) bool {

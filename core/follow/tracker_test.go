@@ -388,7 +388,7 @@ func changeBeforeFirstRead(t *testing.T) {
 func readBeforeTheRecord(t *testing.T) {
 	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
 	e.start()
-	e.rec.during = func(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+	e.rec.answerNext(func(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 		// The filing lands and is recorded while the page is read, and
 		// the page shows the task before its label.
 		e.ensure("k1", tracker.Draft{Title: "T", Labels: []string{"ci"}, State: tracker.Todo})
@@ -397,7 +397,7 @@ func readBeforeTheRecord(t *testing.T) {
 			pg.Items[i].Labels = nil
 		}
 		return pg, err
-	}
+	})
 	e.poll()
 	e.wantEvents(0)
 	e.poll() // the next read sees the label: relayr's, an echo
