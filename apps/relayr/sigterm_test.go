@@ -133,7 +133,7 @@ identifier = %q
 		defer func() { _ = res.Body.Close() }()
 		var f struct{ Next int64 }
 		if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != http.StatusOK || f.Next != 1000 {
-			polled <- fmt.Errorf("the waiting read answered %d, next %d, %v; want 200 and next 1000", res.StatusCode, f.Next, err)
+			polled <- fmt.Errorf("the waiting read answered %d, next %d, %w; want 200 and next 1000", res.StatusCode, f.Next, err)
 			return
 		}
 		polled <- nil
