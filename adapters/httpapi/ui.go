@@ -53,10 +53,9 @@ const (
 )
 
 // OperatorLedger is what the page reads from the ledger beyond the status:
-// the operator's queries and each follower's dead letters.
+// the operator's queries, each follower's latest dead letters among them.
 type OperatorLedger interface {
 	ledger.Operator
-	DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error)
 }
 
 // DeadLetterResolver replays or skips a dead letter once
@@ -751,12 +750,9 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 
 func (a *API) deadLetters(ctx context.Context, f ledger.Follower) (deadLetterGroup, error) {
 	g := deadLetterGroup{Kind: string(f.Kind), Tenant: f.Tenant, Workspace: f.Workspace, Name: f.Name}
-	list, err := a.c.UI.Ledger.DeadLetters(ctx, f)
-	// The newest first, at most UIRows.
-	slices.Reverse(list)
-	if len(list) > UIRows {
-		list = list[:UIRows]
-	}
+	// The newest first, at most UIRows: a backlog is not read whole at
+	// every refresh.
+	list, err := a.c.UI.Ledger.RecentDeadLetters(ctx, f, UIRows)
 	for _, d := range list {
 		var e struct {
 			ID   string `json:"id"`

@@ -651,8 +651,18 @@ func (d *driver) DeadLetter(ctx context.Context, dl ledger.DeadLetter) (bool, er
 
 // DeadLetters implements ledger.Driver.
 func (d *driver) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
+	return d.deadLetters(ctx, f, d.followers(f).deadLetters, followerArgs(f))
+}
+
+// RecentDeadLetters implements ledger.Driver.
+func (d *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, n int) ([]ledger.DeadLetter, error) {
+	return d.deadLetters(ctx, f, d.followers(f).recentDeadLetters, append(followerArgs(f), n))
+}
+
+// deadLetters reads the dead letters a query answers.
+func (d *driver) deadLetters(ctx context.Context, f ledger.Follower, query string, args []any) ([]ledger.DeadLetter, error) {
 	var out []ledger.DeadLetter
-	err := d.query(ctx, d.pool, f.Tenant, d.followers(f).deadLetters, followerArgs(f), func(rows pgx.Rows) error {
+	err := d.query(ctx, d.pool, f.Tenant, query, args, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var s deadLetterScan
 			if err := rows.Scan(s.dest()...); err != nil {

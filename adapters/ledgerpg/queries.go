@@ -18,6 +18,7 @@ const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolve
 
 type followerQueries struct {
 	takeLease, renewLease, releaseLease, lease, cursor, deadLetter, deadLetters, resolve string
+	recentDeadLetters                                                                    string
 	makeFollower, cursorForUpdate, setCursor                                             string
 }
 
@@ -160,6 +161,8 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 			ON CONFLICT (tenant, workspace, name, event_id) DO NOTHING`),
 		deadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {s}.{d}
 			WHERE ` + where + ` ORDER BY at NULLS FIRST, n`),
+		recentDeadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {s}.{d}
+			WHERE ` + where + ` ORDER BY at DESC NULLS LAST, n DESC LIMIT $4`),
 		// An open dead letter is resolved; the row is answered as it
 		// stands, with whether this statement resolved it.
 		resolve: s(`WITH u AS (UPDATE {s}.{d} SET resolution = $5, resolved_at = $6

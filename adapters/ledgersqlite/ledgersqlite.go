@@ -638,7 +638,17 @@ func (d *driver) DeadLetter(ctx context.Context, dl ledger.DeadLetter) (added bo
 
 // DeadLetters implements ledger.Driver.
 func (d *driver) DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error) {
-	rows, err := d.read(ctx).rows(followerQueriesOf(f).deadLetters, followerArgs(f)...)
+	return d.deadLetters(ctx, f, followerQueriesOf(f).deadLetters, followerArgs(f)...)
+}
+
+// RecentDeadLetters implements ledger.Driver.
+func (d *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, n int) ([]ledger.DeadLetter, error) {
+	return d.deadLetters(ctx, f, followerQueriesOf(f).recentDeadLetters, append(followerArgs(f), n)...)
+}
+
+// deadLetters reads the dead letters a query answers.
+func (d *driver) deadLetters(ctx context.Context, f ledger.Follower, query string, args ...any) ([]ledger.DeadLetter, error) {
+	rows, err := d.read(ctx).rows(query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -124,6 +124,7 @@ const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolve
 type followerQueries struct {
 	takeLease, renewLease, releaseLease, lease, cursor, saveCursor string
 	deadLetter, deadLetters, resolve, deadLetterRow                string
+	recentDeadLetters                                              string
 }
 
 var (
@@ -162,6 +163,8 @@ func newFollowerQueries(followers, deadLetters string) followerQueries {
 		// Oldest first: by at (none first), then by when they were kept.
 		deadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {d}
 			WHERE ` + where + ` ORDER BY coalesce(at, 0), n`),
+		recentDeadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {d}
+			WHERE ` + where + ` ORDER BY coalesce(at, 0) DESC, n DESC LIMIT ?`),
 		// An open dead letter is resolved, once; no row when it is not open.
 		resolve: s(`UPDATE {d} SET resolution = ?, resolved_at = ?
 			WHERE ` + where + ` AND event_id = ? AND resolution = ''

@@ -76,6 +76,10 @@ type Operator interface {
 	// AtCap answers the tenant's items at the loop cap, by workspace and
 	// item id.
 	AtCap(ctx context.Context, q CapQuery) ([]CapItem, error)
+	// RecentDeadLetters answers a follower's latest dead letters, newest
+	// first (the reverse of DeadLetters' order), at most rows: a backlog of
+	// thousands is not read whole at every refresh of the page.
+	RecentDeadLetters(ctx context.Context, f Follower, rows int) ([]DeadLetter, error)
 	// ResolveDeadLetter records what the operator did with a follower's
 	// dead letter, once: the first resolution is kept, and a later one
 	// changes nothing and answers false, with the dead letter as it

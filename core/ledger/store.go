@@ -573,6 +573,24 @@ func (s *Store) DeletedKeys(ctx context.Context, tenant string, rows int) ([]Cla
 	return s.claims(ctx, tenant, rows, s.d.DeletedKeys)
 }
 
+// RecentDeadLetters implements Operator.
+func (s *Store) RecentDeadLetters(ctx context.Context, f Follower, rows int) ([]DeadLetter, error) {
+	if err := CheckFollower(f); err != nil {
+		return nil, err
+	}
+	if err := CheckRows(rows); err != nil {
+		return nil, err
+	}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	out, err := s.d.RecentDeadLetters(ctx, f, rows)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return out, nil
+}
+
 // AtCap implements Operator.
 func (s *Store) AtCap(ctx context.Context, q CapQuery) ([]CapItem, error) {
 	if err := CheckCapQuery(q); err != nil {

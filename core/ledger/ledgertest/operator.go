@@ -43,6 +43,7 @@ var operatorCases = []operatorCase{
 	{"DeletedKeysAreListedByKey", deletedKeys},
 	{"ItemsAtTheCapAreThoseTheCapRefuses", atCap},
 	{"ADeadLetterIsResolvedOnce", resolveOnce},
+	{"RecentDeadLettersAreNewestFirstAndAtMostRows", recentDeadLetters},
 	{"ResolvingWhatDoesNotExistIsNotFound", resolveMissing},
 	{"BadQueriesAreInvalidAndChangeNothing", badQueries},
 	{"ACancelledResolutionChangesNothing", cancelledResolution},
@@ -198,6 +199,58 @@ func atCap(t *testing.T, s OperatorStore) {
 	if len(got) != 0 {
 		t.Fatalf("once the oldest write left the window, at the cap: %+v", got)
 	}
+}
+
+// recentDeadLetters: the page reads a follower's latest dead letters, not
+// its whole backlog; newest first, the reverse of DeadLetters' order.
+func recentDeadLetters(t *testing.T, s OperatorStore) {
+	ctx := t.Context()
+	f := follower(ledger.LogFollower)
+	// Kept out of order, two at one instant (kept order breaks the tie),
+	// one with no time (oldest of all), and one of another follower.
+	for _, d := range []ledger.DeadLetter{
+		deadLetter(ledger.LogFollower, "b", t0.Add(2*time.Minute)),
+		deadLetter(ledger.LogFollower, "a", t0.Add(time.Minute)),
+		deadLetter(ledger.LogFollower, "c1", t0.Add(3*time.Minute)),
+		deadLetter(ledger.LogFollower, "c2", t0.Add(3*time.Minute)),
+		deadLetter(ledger.LogFollower, "untimed", time.Time{}),
+		deadLetter(ledger.TrackerFollower, "other", t0.Add(time.Hour)),
+	} {
+		_, err := s.DeadLetter(ctx, d)
+		mustNil(t, err)
+	}
+	all, err := s.DeadLetters(ctx, f)
+	mustNil(t, err)
+	got, err := s.RecentDeadLetters(ctx, f, ledger.MaxOperatorRows)
+	mustNil(t, err)
+	if len(got) != len(all) || len(got) != 5 {
+		t.Fatalf("%d recent of %d, want all 5 of the follower's", len(got), len(all))
+	}
+	for i := range got {
+		if got[i].ID != all[len(all)-1-i].ID {
+			t.Fatalf("recent %v, want DeadLetters' order reversed (%v)", letterIDs(got), letterIDs(all))
+		}
+	}
+	if got[0].ID != "c2" || got[4].ID != "untimed" || string(got[0].Event) == "" {
+		t.Fatalf("recent %v, want c2 first and the untimed one last, with their events", letterIDs(got))
+	}
+	two, err := s.RecentDeadLetters(ctx, f, 2)
+	mustNil(t, err)
+	if len(two) != 2 || two[0].ID != "c2" || two[1].ID != "c1" {
+		t.Fatalf("the 2 most recent: %v, want c2, c1", letterIDs(two))
+	}
+	for _, rows := range []int{0, ledger.MaxOperatorRows + 1} {
+		_, err := s.RecentDeadLetters(ctx, f, rows)
+		mustIs(t, err, ledger.ErrInvalid)
+	}
+}
+
+func letterIDs(ds []ledger.DeadLetter) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.ID)
+	}
+	return out
 }
 
 func resolveOnce(t *testing.T, s OperatorStore) {

@@ -426,6 +426,13 @@ func (l *driver) DeadLetters(_ context.Context, f ledger.Follower) ([]ledger.Dea
 	return out, nil
 }
 
+// RecentDeadLetters implements ledger.Driver.
+func (l *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, rows int) ([]ledger.DeadLetter, error) {
+	out, err := l.DeadLetters(ctx, f)
+	slices.Reverse(out)
+	return out[:min(rows, len(out))], err
+}
+
 // Followed implements ledger.Driver.
 func (l *driver) Followed(_ context.Context) ([]ledger.Follower, error) {
 	l.mu.Lock()
