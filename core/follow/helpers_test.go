@@ -306,6 +306,7 @@ type faultLedger struct {
 	ledger.Ledger
 	mu            sync.Mutex
 	failHolder    string
+	hangHolder    string
 	failSnapshots int
 	failCursorAt  int64
 }
@@ -352,12 +353,34 @@ func (l *faultLedger) TakeLease(ctx context.Context, p ledger.LeaseParams) (ledg
 	if l.holderFails(p.Holder) {
 		return ledger.Lease{}, ledger.ErrUnavailable
 	}
+	if l.holderHangs(p.Holder) {
+		<-ctx.Done()
+		return ledger.Lease{}, ctx.Err()
+	}
 	return l.Ledger.TakeLease(ctx, p)
+}
+
+func (l *faultLedger) holderHangs(h string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return h != "" && h == l.hangHolder
+}
+
+// setHangHolder makes the holder's takes and renewals hang until their
+// context ends, as over a connection that hangs rather than fails.
+func (l *faultLedger) setHangHolder(h string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hangHolder = h
 }
 
 func (l *faultLedger) RenewLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
 	if l.holderFails(p.Holder) {
 		return ledger.Lease{}, ledger.ErrUnavailable
+	}
+	if l.holderHangs(p.Holder) {
+		<-ctx.Done()
+		return ledger.Lease{}, ctx.Err()
 	}
 	return l.Ledger.RenewLease(ctx, p)
 }

@@ -175,24 +175,36 @@ type lease struct {
 	holder string
 	ttl    time.Duration
 	nonce  string
+	// expires is when the lease lapses unless renewed.
+	expires time.Time
 }
 
+// take takes the lease, within its TTL: a take the ledger has not answered
+// by then took a lease already lapsed, and the follower tries again.
 func (x *lease) take(ctx context.Context) error {
-	l, err := x.ledger.TakeLease(ctx, ledger.LeaseParams{Follower: x.f, Holder: x.holder, Now: x.clock.Now(), TTL: x.ttl})
+	tctx, cancel := x.clock.WithTimeout(ctx, x.ttl)
+	defer cancel()
+	l, err := x.ledger.TakeLease(tctx, ledger.LeaseParams{Follower: x.f, Holder: x.holder, Now: x.clock.Now(), TTL: x.ttl})
 	if err != nil {
 		return err
 	}
-	x.nonce = l.Nonce
+	x.nonce, x.expires = l.Nonce, l.Expires
 	return nil
 }
 
+// renew renews the lease, within what is left of it: past its expiry
+// another replica may take the binding, so a renewal the ledger has not
+// answered by then (a connection that hangs rather than fails) is a lease
+// lost, and the reading stops (ADR-0015: one reader a binding).
 func (x *lease) renew(ctx context.Context) error {
-	l, err := x.ledger.RenewLease(ctx, ledger.LeaseParams{Follower: x.f, Holder: x.holder, Nonce: x.nonce, Now: x.clock.Now(), TTL: x.ttl})
+	rctx, cancel := x.clock.WithTimeout(ctx, x.expires.Sub(x.clock.Now()))
+	defer cancel()
+	l, err := x.ledger.RenewLease(rctx, ledger.LeaseParams{Follower: x.f, Holder: x.holder, Nonce: x.nonce, Now: x.clock.Now(), TTL: x.ttl})
 	if err != nil {
 		x.nonce = ""
 		return err
 	}
-	x.nonce = l.Nonce
+	x.nonce, x.expires = l.Nonce, l.Expires
 	return nil
 }
 

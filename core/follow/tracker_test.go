@@ -65,6 +65,7 @@ func TestTrackerFollower(t *testing.T) {
 		{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
 		{"OneProcessAtATimeHoldsTheLease", oneHolder},
 		{"LostLeaseStopsTheReading", lostLeaseStopsReading},
+		{"ARenewalThatHangsLosesTheLeaseWhenItLapses", hungRenewalLosesTheLease},
 		{"StopGivesTheLeaseUpAtOnce", stopReleasesLease},
 		{"NudgesAreDebouncedBy2s", nudgesDebounced},
 		{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
@@ -687,6 +688,27 @@ func lostLeaseStopsReading(t *testing.T) {
 		t.Fatalf("replica a polled %d times while b held the lease", n)
 	}
 	e.wantEvents(2)
+}
+
+// A renewal the ledger never answers (a connection that hangs rather than
+// fails) loses the lease when it lapses: another replica may hold the
+// binding from then on.
+func hungRenewalLosesTheLease(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	if n := len(e.fs.Local()); n != 1 {
+		t.Fatalf("%d bindings held, want the one", n)
+	}
+	e.led.setHangHolder("replica-a")
+	e.after(time.Minute)
+	if n := len(e.fs.Local()); n != 0 {
+		t.Fatalf("replica a still holds %d bindings a minute into renewals that never answered", n)
+	}
+	e.led.setHangHolder("")
+	e.after(time.Minute)
+	if n := len(e.fs.Local()); n != 1 {
+		t.Fatalf("%d bindings held once the ledger answered again, want the one retaken", n)
+	}
 }
 
 func stopReleasesLease(t *testing.T) {
