@@ -9,21 +9,20 @@ import (
 	"unicode/utf8"
 )
 
-// An item's or a comment's key is its external_id, which Plane keeps in
-// 255 characters (Issue.external_id and IssueComment.external_id, each a
-// CharField(max_length=255); a longer one is refused with 400), while
-// relayr's keys may be 1,024 bytes. A key of up to 255 characters is the
-// external_id itself, as it always was, so an item or comment filed before
-// is still found by Plane's 409 and lookup. A longer key (or one that
-// could be taken for a digest) files under its digest, "relayr-sha256:"
-// and 64 hex digits of SHA-256; so does an external_source over 255
-// characters (a long tenant and workspace). An item filed under a digest
-// reads back with the digest as its key: the followers find it by its id
-// in the ledger. A comment carries the full key in a marker, an HTML
-// comment at the end of comment_html (which Plane stores as sent:
-// api/serializers/issue.py:L690-720), which reads give back as the key and
-// take off the body. A marker a person's edit dropped leaves the digest as
-// the key: still relayr's comment.
+// A comment's key is its external_id, which Plane keeps in 255 characters
+// (IssueComment.external_id, a CharField(max_length=255); a longer one is
+// refused with 400), while relayr's keys may be 1,024 bytes. A key of up
+// to 255 characters is the external_id itself, as it always was, so a
+// comment posted before is still found by Plane's 409. A longer key (or one
+// that could be taken for a digest) files under its digest,
+// "relayr-sha256:" and 64 hex digits of SHA-256, and the comment carries
+// the full key in a marker, an HTML comment at the end of comment_html
+// (which Plane stores as sent: api/serializers/issue.py:L690-720), which
+// reads give back as the key and take off the body. A marker a person's
+// edit dropped leaves the digest as the key: still relayr's comment. An
+// external_source over 255 characters (a long tenant and workspace) files
+// under its digest too. An item's key is never a digest (plane.go,
+// validItemKey).
 
 // maxExternalID is external_id's length in characters.
 const maxExternalID = 255

@@ -81,19 +81,25 @@ func TestPlanesSmallerBehaviours(t *testing.T) {
 			}
 		}
 	})
-	t.Run("ALongItemKeyFilesUnderItsDigestAndIsFoundAgain", func(t *testing.T) {
+	t.Run("AnItemKeyPlaneCannotKeepIsInvalidBeforeAnyRequest", func(t *testing.T) {
 		e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
-		for _, key := range []string{"ci/" + strings.Repeat("é", 300), strings.Repeat("k", tracker.MaxKeyBytes), "relayr-sha256:looks-like-a-digest"} {
-			it := must(e.tr.Create(ctx, key, tracker.Draft{Title: "x"}))(t)
-			// Plane's 409 guards the key, and the lookup finds it.
-			_, err := e.tr.Create(ctx, key, tracker.Draft{Title: "x"})
-			var exists *tracker.ExistsError
-			if !errors.As(err, &exists) || exists.ID != it.Ref.ID {
-				t.Fatalf("a second create under %d characters: %v, want the first (%s) named", len([]rune(key)), err, it.Ref.ID)
+		before := e.emu.Total()
+		for _, key := range []string{"ci/" + strings.Repeat("é", 300), "k1 ", " k1"} {
+			if _, err := e.tr.Create(ctx, key, tracker.Draft{Title: "x"}); !errors.Is(err, tracker.ErrInvalid) {
+				t.Fatalf("Create under %q: %v, want invalid", key, err)
 			}
-			found := must(e.tr.Find(ctx, key))(t)
-			if found.Ref.ID != it.Ref.ID {
-				t.Fatalf("Find answered %s, want %s", found.Ref.ID, it.Ref.ID)
+			if _, err := e.tr.Find(ctx, key); !errors.Is(err, tracker.ErrInvalid) {
+				t.Fatalf("Find of %q: %v, want invalid", key, err)
+			}
+		}
+		if n := e.emu.Total() - before; n != 0 {
+			t.Fatalf("%d requests for keys Plane cannot keep", n)
+		}
+		// 255 characters, "&" and a digest's look are kept as they are.
+		for _, key := range []string{strings.Repeat("é", 255), "R&D/1", "relayr-sha256:looks-like-a-digest"} {
+			it := must(e.tr.Create(ctx, key, tracker.Draft{Title: "x"}))(t)
+			if found := must(e.tr.Find(ctx, key))(t); found.Ref.ID != it.Ref.ID || found.Ref.Key != key {
+				t.Fatalf("Find(%q) answered %+v, want %s under its key", key, found.Ref, it.Ref.ID)
 			}
 		}
 	})

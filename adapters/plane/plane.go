@@ -2,8 +2,8 @@
 // on plain net/http.
 //
 // Items are filed with external_source = the workspace's Source
-// ("lattice:<tenant>/<workspace>") and external_id = the key (its digest
-// past Plane's 255 characters: commentkey.go), so Plane's
+// ("lattice:<tenant>/<workspace>", its digest past Plane's 255 characters:
+// commentkey.go) and external_id = the key (at most 255 characters), so Plane's
 // duplicate check is a second guard behind relayr's claim (ADR-0033): a
 // create whose key already filed an item (archived ones included) fails as a
 // *tracker.ExistsError naming it, and Find is Plane's external-id lookup.
@@ -34,6 +34,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -271,10 +272,10 @@ func stateOfGroup(g string) tracker.State {
 // Find implements tracker.Tracker with the external-id lookup, which answers
 // a bare object and finds archived items (api/views/issue.py:L312-325).
 func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
-	if err := tracker.ValidateKey(key); err != nil {
+	if err := validItemKey(key); err != nil {
 		return tracker.Item{}, err
 	}
-	q := url.Values{"external_id": {externalID(key)}, "external_source": {t.source}, "fields": {itemFields}}
+	q := url.Values{"external_id": {key}, "external_source": {t.source}, "fields": {itemFields}}
 	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/")+"?"+q.Encode(), nil)
 	if err != nil {
 		return tracker.Item{}, err
@@ -295,7 +296,7 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 // included: it answers *tracker.ExistsError with that id, for the write path
 // to read.
 func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
-	if err := tracker.ValidateKey(key); err != nil {
+	if err := validItemKey(key); err != nil {
 		return tracker.Item{}, err
 	}
 	if err := tracker.ValidateDraft(d); err != nil {
@@ -308,7 +309,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 		body := map[string]any{
 			"name":             d.Title,
 			"description_html": sendDescription(d.Description),
-			"external_id":      externalID(key),
+			"external_id":      key,
 			"external_source":  t.source,
 		}
 		if d.State != "" {
@@ -497,7 +498,7 @@ func (t *Tracker) toItem(ctx context.Context, w wireItem) (tracker.Item, error) 
 // anything else (§6); it answers the comment already posted under the key.
 func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
 	if key != "" {
-		if err := tracker.ValidateKey(key); err != nil {
+		if err := tracker.ValidateKeyKept(key, ""); err != nil {
 			return tracker.Comment{}, err
 		}
 	}
@@ -873,3 +874,18 @@ func uniq(ss []string) []string {
 
 // errBadPage is a Query.Page this adapter never made.
 var errBadPage = errors.New("not a page token of this tracker")
+
+// validItemKey checks an item's key as Plane keeps it: its external_id, a
+// CharField of 255 characters that DRF trims. A longer key is refused
+// before anything is sent (Plane's 400 would refuse it for good); an
+// item's key is its only handle in Plane, and a digest read back would not
+// find its claim in the ledger while the filing is unrecorded.
+func validItemKey(key string) error {
+	if err := tracker.ValidateKeyKept(key, ""); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(key); n > maxExternalID {
+		return &tracker.InvalidError{Field: "key", Reason: fmt.Sprintf("is %d characters; Plane keeps an item's key in %d", n, maxExternalID)}
+	}
+	return nil
+}

@@ -571,3 +571,28 @@ func TestAServerWithSmallerPagesIsReadToTheEnd(t *testing.T) {
 		t.Fatalf("%d labels made for one the server has", n)
 	}
 }
+
+// A key Vikunja's markup would rewrite, or one it would trim, is refused
+// before any request: it would read back as another key.
+func TestAKeyVikunjaWouldRewriteIsInvalidBeforeAnyRequest(t *testing.T) {
+	em := newEmulated(t, vikunjaemu.Options{RateLimit: -1})
+	made, err := em.tr.Create(ctx(t), "a", tracker.Draft{Title: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	em.e.ResetCounts()
+	for _, key := range []string{"R&D/1", "x<b>y", "k1 "} {
+		if _, err := em.tr.Create(ctx(t), key, tracker.Draft{Title: "t"}); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Create under %q: %v, want invalid", key, err)
+		}
+		if _, err := em.tr.Find(ctx(t), key); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Find of %q: %v, want invalid", key, err)
+		}
+		if _, err := em.tr.Comment(ctx(t), made.Ref.ID, key, "b"); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Comment under %q: %v, want invalid", key, err)
+		}
+	}
+	if n := em.e.TotalRequests(); n != 0 {
+		t.Fatalf("%d requests for keys Vikunja would rewrite", n)
+	}
+}

@@ -59,6 +59,11 @@ const DefaultTimeout = 10 * time.Second
 // DefaultMaxBody is the largest answer the adapter reads.
 const DefaultMaxBody = 4 << 20
 
+// markupRewrites are the characters a key may not hold on Vikunja: its
+// marker sits in a description the web editor keeps as HTML, where they
+// come back as entities or cut the line (tracker.ValidateKeyKept).
+const markupRewrites = "<>&"
+
 // PerPage is the page size the adapter asks for: Vikunja's cap.
 const PerPage = 50
 
@@ -412,7 +417,7 @@ func (t *Tracker) item(w wireTask) tracker.Item {
 // check of it, since the search also matches k10 for k1 and reads _ and %
 // as wildcards. Of several tasks marked with the key, the oldest answers.
 func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
-	if err := tracker.ValidateKey(key); err != nil {
+	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
 		return tracker.Item{}, err
 	}
 	q := url.Values{"s": {Marker(t.source, key)}, "sort_by": {"id"}, "order_by": {"asc"}}
@@ -439,7 +444,7 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 // a create. A failure after the task landed is ErrUnavailable, never an
 // error saying the write certainly wasn't taken.
 func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
-	if err := tracker.ValidateKey(key); err != nil {
+	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
 		return tracker.Item{}, err
 	}
 	if err := tracker.ValidateDraft(d); err != nil {
@@ -763,7 +768,7 @@ func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Co
 	if err != nil {
 		return tracker.Comment{}, err
 	}
-	if err := tracker.ValidateKey(key); err != nil {
+	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
 		return tracker.Comment{}, err
 	}
 	a, err := t.do(ctx, http.MethodPut, "/api/v1/tasks/"+strconv.FormatInt(n, 10)+"/comments", nil,

@@ -289,21 +289,25 @@ type Connector interface {
 }
 
 // ValidateKey checks a key before anything touches the ledger or a tracker:
-// not empty, at most MaxKeyBytes of UTF-8, no NUL or control characters,
-// and nothing a tracker rewrites on the way back, so that the key read
-// back is the key filed (a key that is not is never found again, and a
-// retaken claim files its item twice): no space at either end (Plane's
-// external_id and Vikunja's marker are trimmed), and no '<', '>' or '&'
-// (Vikunja's marker sits in a description its web editor keeps as HTML).
-func ValidateKey(key string) error {
-	if err := ValidateName("key", key); err != nil {
+// not empty, at most MaxKeyBytes of UTF-8, no NUL or control characters.
+func ValidateKey(key string) error { return ValidateName("key", key) }
+
+// ValidateKeyKept checks a key a tracker files under and reads back:
+// ValidateKey's rules, no space at either end (a tracker that trims it
+// reads back another key), and none of the characters in rewritten (those
+// its markup rewrites). A key read back as another is never found again,
+// and a retaken claim files its item twice. Adapters check it where a key
+// goes to the tracker (Create, Find, Comment), so that a key filed before
+// is still answered from the ledger.
+func ValidateKeyKept(key, rewritten string) error {
+	if err := ValidateKey(key); err != nil {
 		return err
 	}
 	if strings.TrimSpace(key) != key {
-		return &InvalidError{Field: "key", Reason: "begins or ends with a space, which trackers trim"}
+		return &InvalidError{Field: "key", Reason: "begins or ends with a space, which the tracker trims"}
 	}
-	if strings.ContainsAny(key, "<>&") {
-		return &InvalidError{Field: "key", Reason: "holds '<', '>' or '&', which a tracker's HTML rewrites"}
+	if rewritten != "" && strings.ContainsAny(key, rewritten) {
+		return &InvalidError{Field: "key", Reason: fmt.Sprintf("holds one of %q, which the tracker's markup rewrites", rewritten)}
 	}
 	return nil
 }

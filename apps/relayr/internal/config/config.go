@@ -720,11 +720,11 @@ func (c *Config) Warnings() []string {
 }
 
 // validName checks a tenant, workspace or subscription name as every part
-// of relayr keeps it: a key's rules (it is part of each key's marker and
-// source), and at most ledger.MaxName bytes, which the ledger and the event
-// log hold (a longer one passed here, then failed every lease and write).
+// of relayr keeps it: a key's rules, and at most ledger.MaxName bytes,
+// which the ledger and the event log hold (a longer one passed here, then
+// failed every lease and write).
 func validName(v string) error {
-	if err := tracker.ValidateKey(v); err != nil {
+	if err := tracker.ValidateName("name", v); err != nil {
 		return err
 	}
 	if len(v) > ledger.MaxName {
