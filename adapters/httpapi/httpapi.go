@@ -146,7 +146,13 @@ type API struct {
 // a minute for events would hold the shutdown past its grace. Register it
 // with http.Server.RegisterOnShutdown; NewServer does. It is safe to call
 // more than once.
-func (a *API) Drain() { a.drainOnce.Do(func() { close(a.draining) }) }
+func (a *API) Drain() {
+	a.drainOnce.Do(func() {
+		if a.draining != nil { // an API New did not make drains nothing
+			close(a.draining)
+		}
+	})
+}
 
 // Route is one route of the API, as the OpenAPI document lists it.
 type Route struct {
@@ -255,7 +261,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, "internal", "internal error", 0)
 		}
 	}()
-	if !clean(r.URL.Path) {
+	if !clean(r.URL.EscapedPath()) {
 		// ServeMux would answer a redirect in HTML, or a route's 405: a
 		// path with "." or ".." segments, or "//", names no route.
 		writeError(w, http.StatusBadRequest, "invalid", `the path has "." or ".." segments, or "//"`, 0)

@@ -476,6 +476,10 @@ func TestHealth(t *testing.T) {
 	} {
 		want(t, e.do("POST", p, tokenA, `{"key":"k","title":"t"}`), 400, "invalid")
 	}
+	// Escaped, "//" and "." are a name's own characters, not segments.
+	if r := e.do("POST", "/relayr/v1/tenants/acme/workspaces/a%2F%2F.%2Fb/items/ensure", tokenA, `{"key":"k","title":"t"}`); r.status == 400 {
+		t.Fatalf("an escaped name: %d %s, want it routed (its workspace is not bound)", r.status, r.body)
+	}
 	if r := e.do("GET", "/relayr/v1/tenants/acme/workspaces/ops/events/", tokenA, nil); r.status != 404 {
 		t.Fatalf("a trailing slash: %d %s, want the unknown route's 404", r.status, r.body)
 	}

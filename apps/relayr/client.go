@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,9 +44,16 @@ func (e *apiError) Error() string {
 func retryable(err error) bool {
 	var ae *apiError
 	var ne net.Error
+	var unknownCA x509.UnknownAuthorityError
+	var badCert x509.CertificateInvalidError
+	var badHost x509.HostnameError
 	switch {
 	case errors.As(err, &ae):
 		return ae.retryAfter != "" || ae.status >= 500
+	case errors.As(err, &unknownCA), errors.As(err, &badCert), errors.As(err, &badHost):
+		// A certificate refused is refused again: not the network's
+		// passing failure (url.Error is a net.Error whatever it wraps).
+		return false
 	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return true

@@ -97,6 +97,13 @@ func TestFileExitCodesTellRetryFromGiveUp(t *testing.T) {
 		if code := run(context.Background(), args(srv.URL), &out, &out); code != exitFail {
 			t.Fatalf("a 200 that is not the API's: exit %d, want %d", code, exitFail)
 		}
+		// A certificate the client does not trust is refused again on
+		// every retry.
+		tlsSrv := httptest.NewTLSServer(answer(201, "", ""))
+		defer tlsSrv.Close()
+		if code := run(context.Background(), args(tlsSrv.URL), &out, &out); code != exitFail {
+			t.Fatalf("an untrusted certificate: exit %d, want %d: %s", code, exitFail, out.String())
+		}
 		if code := run(context.Background(), []string{"events", "-url", srv.URL, "-tenant", "acme", "-workspace", "ops", "-limit", "0"}, &out, &out); code != exitUsage {
 			t.Fatalf("events -limit 0: exit %d, want %d", code, exitUsage)
 		}

@@ -421,6 +421,17 @@ func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, fo
 		}
 		s.countWrite(ctx, found.Ref.ID)
 	}
+	// What the tracker holds is recorded beside what the draft predicted,
+	// as a create's answer is (recordHeld): an item found, not made,
+	// answered nothing of its own, and a follower's first read would take
+	// the difference (Plane's trimmed title) for a person's change.
+	tr, err := s.w.conns.Tracker(s.metered(ctx), s.b)
+	if err != nil {
+		return Result{}, s.holdClaim(err)
+	}
+	if err := s.recordHeld(ctx, k, heldValues(tr, d), found); err != nil {
+		return Result{}, ledgerFailed(err)
+	}
 	return s.record(ctx, wctx, k, nonce, found, Found)
 }
 

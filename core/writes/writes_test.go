@@ -508,6 +508,28 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
+	t.Run("AnItemFoundUnderARetakenClaimRecordsWhatTheTrackerHolds", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikeVikunja)
+		e.fake.CrashAfterCreate(1)
+		if _, err := e.ensure("k", tracker.Draft{Title: "  Disk full  "}); err == nil {
+			t.Fatal("the crashed create answered success")
+		}
+		e.clock.Advance(31 * time.Second)
+		// The tracker trims titles, as Plane does: the item found holds
+		// what the draft did not predict.
+		trims := &trimmingFind{Tracker: e.fake}
+		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{trims}})
+		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		r, err := e.ensure("k", tracker.Draft{Title: "  Disk full  "})
+		if err != nil || r.How != writes.Found {
+			t.Fatalf("the retry: %+v, %v; want the item found", r, err)
+		}
+		if !ledger.IsPending(e.row(ledger.KindItem, "k").Values[tracker.FieldTitle], `"Disk full"`) {
+			t.Fatalf("title values %q, want the title the tracker holds recorded", e.row(ledger.KindItem, "k").Values[tracker.FieldTitle])
+		}
+	})
+
 	t.Run("TheFirstClaimersCorrelationIsKeptOnTheRow", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		e.fake.CrashAfterCreate(1)
@@ -967,6 +989,16 @@ func (s *slowCreate) Create(_ context.Context, key string, d tracker.Draft) (tra
 	close(s.entered)
 	<-s.release
 	return s.Tracker.Create(context.Background(), key, d)
+}
+
+// trimmingFind answers Find's item with its title trimmed, as a tracker
+// that trims titles holds it.
+type trimmingFind struct{ *faketracker.Tracker }
+
+func (f *trimmingFind) Find(ctx context.Context, key string) (tracker.Item, error) {
+	it, err := f.Tracker.Find(ctx, key)
+	it.Title = strings.TrimSpace(it.Title)
+	return it, err
 }
 
 // slowItem holds the tracker's item read until the test releases it, or
