@@ -95,11 +95,16 @@ func OpenStore(ctx context.Context, c *config.Config, s *config.Secrets, migrate
 		}
 		return l, l.Close, nil
 	default:
-		l, err := ledgersqlite.Open(ctx, c.LedgerPath())
+		unlock, err := lockLedger(c.LedgerPath())
 		if err != nil {
 			return nil, nil, fmt.Errorf("ledger %s: %w", c.LedgerPath(), err)
 		}
-		return l, func() { _ = l.Close() }, nil
+		l, err := ledgersqlite.Open(ctx, c.LedgerPath())
+		if err != nil {
+			unlock()
+			return nil, nil, fmt.Errorf("ledger %s: %w", c.LedgerPath(), err)
+		}
+		return l, func() { _ = l.Close(); unlock() }, nil
 	}
 }
 
