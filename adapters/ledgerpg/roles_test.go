@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,51 @@ func TestTheSchemasOwnerMigratesWithoutCreateOnTheDatabase(t *testing.T) {
 	for range 2 {
 		if err := MigrateSchema(ctx, owner, schema); err != nil {
 			t.Fatalf("the schema's owner migrating it: %v", err)
+		}
+	}
+}
+
+// A follower's latest dead letters are read through their index, newest
+// first, with no sort of the whole backlog (the planner told to prefer an
+// index, as it will once a backlog is large).
+func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	all, err := loadMigrations(migrationFS, "migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := pgtest.Schema(t)
+	admin := pgtest.Open(t, pgtest.Admin(t))
+	if err := migrateSchema(ctx, admin, schema, all); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueries(pgx.Identifier{schema}.Sanitize())
+	for _, sql := range []string{q.tracker.recentDeadLetters, q.log.recentDeadLetters} {
+		tx, err := admin.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN `+sql, "acme", "ops", "f", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		_ = tx.Rollback(ctx)
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "dead_letters_recent") || strings.Contains(text, "Sort") {
+			t.Fatalf("plan:\n%s\nwant the recent index and no sort", text)
 		}
 	}
 }

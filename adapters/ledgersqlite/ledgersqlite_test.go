@@ -313,3 +313,25 @@ func TestTheWALStaysBoundedUnderFilings(t *testing.T) {
 		t.Fatalf("the WAL holds %d bytes after 600 filings, want at most %d: the auto-checkpoint did not run", fi.Size(), bound)
 	}
 }
+
+// A follower's latest dead letters are read through their index, newest
+// first, with no sort of the whole backlog.
+func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
+	for _, q := range []followerQueries{trackerQueries, logQueries} {
+		rows, err := l.d.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q.recentDeadLetters, "acme", "ops", "f", 50)
+		must(t, err)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			must(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		must(t, rows.Close())
+		all := strings.Join(plan, "; ")
+		if !strings.Contains(all, "dead_letters_recent") || strings.Contains(all, "TEMP B-TREE") {
+			t.Fatalf("plan %q, want the recent index and no sort", all)
+		}
+	}
+}
