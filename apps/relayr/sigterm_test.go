@@ -116,6 +116,7 @@ identifier = %q
 	// than the grace. Shutting down answers it at once with what it has.
 	polled := make(chan error, 1)
 	sent := make(chan struct{})
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
 		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
 			WroteRequest: func(httptrace.WroteRequestInfo) { close(sent) },
@@ -125,7 +126,10 @@ identifier = %q
 			return
 		}
 		req.Header.Set("Authorization", "Bearer "+tenantToken)
-		res, err := http.DefaultClient.Do(req)
+		// A connection of its own: one kept alive from the probes above
+		// could be closed as idle under the request, and the request
+		// sent again to a closed listener.
+		res, err := fresh.Do(req)
 		if err != nil {
 			polled <- err
 			return
@@ -139,6 +143,18 @@ identifier = %q
 		polled <- nil
 	}()
 	<-sent
+	// The server takes connections in the order they came: once a later
+	// one is answered, the read's was taken, and shutting down waits for
+	// it (a connection still in the listener's queue would be reset).
+	probe, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fresh.Do(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
 
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
