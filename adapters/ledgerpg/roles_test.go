@@ -14,29 +14,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
+	"github.com/relayr-go/relayr/core/ledger"
 )
 
-// role creates a role of t's own that may log in and use schema, granted
-// what grants say on it, and answers a pool configuration for it; the role
-// is dropped when t ends.
-func role(t *testing.T, admin *pgxpool.Pool, schema string, grants ...string) *pgxpool.Config {
+// loginRole creates a role of t's own that may log in and nothing more,
+// and answers its name and a pool configuration for it; the role, and what
+// it owns, is dropped when t ends.
+func loginRole(t *testing.T, admin *pgxpool.Pool) (string, *pgxpool.Config) {
 	t.Helper()
-	ctx := t.Context()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "relayr_test_role_" + hex.EncodeToString(b[:])
-	id, s := pgx.Identifier{name}.Sanitize(), pgx.Identifier{schema}.Sanitize()
-	stmts := []string{
-		`CREATE ROLE ` + id + ` LOGIN PASSWORD 'relayr-test' NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE`,
-		`GRANT USAGE ON SCHEMA ` + s + ` TO ` + id,
-	}
-	for _, g := range grants {
-		stmts = append(stmts, `GRANT `+g+` IN SCHEMA `+s+` TO `+id)
-	}
-	for _, q := range stmts {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	id := pgx.Identifier{name}.Sanitize()
+	q := `CREATE ROLE ` + id + ` LOGIN PASSWORD 'relayr-test' NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE`
+	if _, err := admin.Exec(t.Context(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,7 +41,45 @@ func role(t *testing.T, admin *pgxpool.Pool, schema string, grants ...string) *p
 	})
 	cfg := pgtest.Admin(t)
 	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, "relayr-test"
+	return name, cfg
+}
+
+// role creates a login role that may use schema, granted what grants say
+// on it, and answers a pool configuration for it.
+func role(t *testing.T, admin *pgxpool.Pool, schema string, grants ...string) *pgxpool.Config {
+	t.Helper()
+	name, cfg := loginRole(t, admin)
+	id, s := pgx.Identifier{name}.Sanitize(), pgx.Identifier{schema}.Sanitize()
+	stmts := []string{`GRANT USAGE ON SCHEMA ` + s + ` TO ` + id}
+	for _, g := range grants {
+		stmts = append(stmts, `GRANT `+g+` IN SCHEMA `+s+` TO `+id)
+	}
+	for _, q := range stmts {
+		if _, err := admin.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	return cfg
+}
+
+// migrated makes a schema of t's own, migrated through the first upTo
+// migrations (all of them when upTo is 0), and answers it, the admin's
+// pool, and every migration, to migrate the rest with.
+func migrated(t *testing.T, upTo int) (string, *pgxpool.Pool, []ledger.Migration) {
+	t.Helper()
+	all, err := loadMigrations(migrationFS, "migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upTo == 0 {
+		upTo = len(all)
+	}
+	schema := pgtest.Schema(t)
+	admin := pgtest.Open(t, pgtest.Admin(t))
+	if err := migrateSchema(t.Context(), admin, schema, all[:upTo]); err != nil {
+		t.Fatal(err)
+	}
+	return schema, admin, all
 }
 
 // mayFollow reports whether the role of cfg may call relayr_followed, and
@@ -77,18 +107,9 @@ func mayFollow(t *testing.T, cfg *pgxpool.Config, schema string) bool {
 // relayr's may call it.
 func TestFollowedIsForRelayrsRolesOnly(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	all, err := loadMigrations(migrationFS, "migration")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Run("ARoleThatMayOnlyUseTheSchemaMayNot", func(t *testing.T) {
 		t.Parallel()
-		schema := pgtest.Schema(t)
-		admin := pgtest.Open(t, pgtest.Admin(t))
-		if err := migrateSchema(ctx, admin, schema, all); err != nil {
-			t.Fatal(err)
-		}
+		schema, admin, _ := migrated(t, 0)
 		if mayFollow(t, role(t, admin, schema), schema) {
 			t.Fatal("a role granted nothing but the schema's use lists every tenant's followers")
 		}
@@ -99,11 +120,8 @@ func TestFollowedIsForRelayrsRolesOnly(t *testing.T) {
 	})
 	t.Run("ARoleThatReadTheLedgerBeforeTheMigrationKeepsIt", func(t *testing.T) {
 		t.Parallel()
-		schema := pgtest.Schema(t)
-		admin := pgtest.Open(t, pgtest.Admin(t))
-		if err := migrateSchema(ctx, admin, schema, all[:1]); err != nil {
-			t.Fatal(err)
-		}
+		ctx := t.Context()
+		schema, admin, all := migrated(t, 1)
 		// Set up as the README said before: the tables, not the function.
 		replica := role(t, admin, schema, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES")
 		outsider := role(t, admin, schema)
@@ -129,15 +147,7 @@ func TestFollowedIsForRelayrsRolesOnly(t *testing.T) {
 func TestAnUpgradeGivesAReadOnlyRoleNothingMore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	all, err := loadMigrations(migrationFS, "migration")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := pgtest.Schema(t)
-	admin := pgtest.Open(t, pgtest.Admin(t))
-	if err := migrateSchema(ctx, admin, schema, all[:1]); err != nil {
-		t.Fatal(err)
-	}
+	schema, admin, all := migrated(t, 1)
 	reader := role(t, admin, schema, "SELECT ON ALL TABLES")
 	replica := role(t, admin, schema, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES")
 	if err := migrateSchema(ctx, admin, schema, all); err != nil {
@@ -150,7 +160,7 @@ func TestAnUpgradeGivesAReadOnlyRoleNothingMore(t *testing.T) {
 		t.Fatal("the replica's role lost relayr_followed")
 	}
 	holders := pgx.Identifier{schema, "relayr_holders"}.Sanitize()
-	_, err = pgtest.Open(t, reader).Exec(ctx, `INSERT INTO `+holders+` (holder, expires, spent) VALUES ('fake', now() + interval '100 years', '{}')`)
+	_, err := pgtest.Open(t, reader).Exec(ctx, `INSERT INTO `+holders+` (holder, expires, spent) VALUES ('fake', now() + interval '100 years', '{}')`)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" {
 		t.Fatalf("a read-only role writing a holder: %v, want insufficient_privilege", err)
@@ -167,30 +177,13 @@ func TestTheSchemasOwnerMigratesWithoutCreateOnTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	admin := pgtest.Open(t, pgtest.Admin(t))
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "relayr_test_owner_" + hex.EncodeToString(b[:])
-	schema := "relayr_test_owned_" + hex.EncodeToString(b[:])
-	id, s := pgx.Identifier{name}.Sanitize(), pgx.Identifier{schema}.Sanitize()
-	for _, q := range []string{
-		`CREATE ROLE ` + id + ` LOGIN PASSWORD 'relayr-test' NOSUPERUSER NOCREATEDB NOCREATEROLE`,
-		`CREATE SCHEMA ` + s + ` AUTHORIZATION ` + id,
-	} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	name, cfg := loginRole(t, admin)
+	// Dropped with what its owner owns (loginRole's cleanup).
+	schema := strings.Replace(name, "_role_", "_owned_", 1)
+	q := `CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize() + ` AUTHORIZATION ` + pgx.Identifier{name}.Sanitize()
+	if _, err := admin.Exec(ctx, q); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for _, q := range []string{`DROP SCHEMA ` + s + ` CASCADE`, `DROP OWNED BY ` + id, `DROP ROLE ` + id} {
-			if _, err := admin.Exec(ctx, q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-		}
-	})
-	cfg := pgtest.Admin(t)
-	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, "relayr-test"
 	owner := pgtest.Open(t, cfg)
 	for range 2 {
 		if err := MigrateSchema(ctx, owner, schema); err != nil {
@@ -205,15 +198,7 @@ func TestTheSchemasOwnerMigratesWithoutCreateOnTheDatabase(t *testing.T) {
 func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	all, err := loadMigrations(migrationFS, "migration")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := pgtest.Schema(t)
-	admin := pgtest.Open(t, pgtest.Admin(t))
-	if err := migrateSchema(ctx, admin, schema, all); err != nil {
-		t.Fatal(err)
-	}
+	schema, admin, _ := migrated(t, 0)
 	q := newQueries(pgx.Identifier{schema}.Sanitize())
 	for _, sql := range []string{q.tracker.recentDeadLetters, q.log.recentDeadLetters} {
 		tx, err := admin.Begin(ctx)
