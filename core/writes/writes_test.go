@@ -75,6 +75,14 @@ func (e *env) update(key string, p tracker.Patch) (tracker.Item, error) {
 	return e.w.Update(context.Background(), writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: key, Patch: p})
 }
 
+// through makes the writer reach the fake through tr, a wrapper that
+// changes some of its answers.
+func (e *env) through(tr tracker.Tracker) {
+	e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tr}})
+	e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+}
+
 func (e *env) row(kind ledger.Kind, key string) ledger.Claim {
 	e.t.Helper()
 	r, err := e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: kind, Key: key})
@@ -153,9 +161,7 @@ func TestEnsureItem(t *testing.T) {
 	t.Run("AKeyALiveAttemptIsFilingAnswersItsItemOnceRecordedAndSendsNothing", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{slow}})
-		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		e.through(slow)
 		first := make(chan writes.Result, 1)
 		go func() { r, _ := e.ensure("k", tracker.Draft{Title: "x"}); first <- r }()
 		<-slow.entered
@@ -197,9 +203,7 @@ func TestEnsureItem(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
 		read := &slowItem{slowCreate: create, itemEntered: make(chan struct{}), itemRelease: make(chan struct{})}
-		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{read}})
-		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		e.through(read)
 		first := make(chan error, 1)
 		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
 		<-create.entered
@@ -227,9 +231,7 @@ func TestEnsureItem(t *testing.T) {
 	t.Run("AWaitForALiveAttemptEndsWhenItsClaimCanBeRetaken", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{create}})
-		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		e.through(create)
 		first := make(chan error, 1)
 		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
 		<-create.entered
@@ -518,9 +520,7 @@ func TestEnsureItem(t *testing.T) {
 		// The tracker trims titles, as Plane does: the item found holds
 		// what the draft did not predict.
 		trims := &trimmingFind{Tracker: e.fake}
-		e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{trims}})
-		e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+		e.through(trims)
 		r, err := e.ensure("k", tracker.Draft{Title: "  Disk full  "})
 		if err != nil || r.How != writes.Found {
 			t.Fatalf("the retry: %+v, %v; want the item found", r, err)
