@@ -271,6 +271,10 @@ func (t *Tracker) find(key string) *item {
 
 // Find implements tracker.Tracker.
 func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
+	// Both trackers trim a key at its ends (tracker.ValidateKeyKept).
+	if err := tracker.ValidateKeyKept(key, ""); err != nil {
+		return tracker.Item{}, err
+	}
 	if _, err := t.enter(ctx, MethodFind); err != nil {
 		return tracker.Item{}, err
 	}
@@ -284,6 +288,9 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 
 // Create implements tracker.Tracker.
 func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
+	if err := tracker.ValidateKeyKept(key, ""); err != nil {
+		return tracker.Item{}, err
+	}
 	crash, err := t.enter(ctx, MethodCreate)
 	if err != nil {
 		return tracker.Item{}, err
@@ -397,6 +404,9 @@ func (t *Tracker) apply(it *item, p tracker.Patch, by string) {
 
 // Comment implements tracker.Tracker.
 func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	if err := tracker.ValidateKeyKept(key, ""); err != nil {
+		return tracker.Comment{}, err
+	}
 	if _, err := t.enter(ctx, MethodComment); err != nil {
 		return tracker.Comment{}, err
 	}

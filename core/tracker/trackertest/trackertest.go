@@ -101,6 +101,7 @@ var cases = []struct {
 	{"NudgeVerifiesTheSignatureAndNamesTheProject", nudge},
 	{"NudgeOfADeletionNamesTheDeletedItem", nudgeDeletion},
 	{"ABlankTitleIsRefused", blankTitle},
+	{"AKeyTheTrackerWouldTrimIsInvalidAndFilesNothing", trimmedKey},
 	{"ACancelledContextFailsEveryCallAndFilesNothing", cancelled},
 	{"ConcurrentCreatesOfDistinctKeysAllLand", concurrentCreates},
 	{"ASecondCreateUnderAKeyLeavesFindAnsweringTheFirst", guardedKeys},
@@ -532,6 +533,27 @@ func blankTitle(t *testing.T, h Harness, key keyFn) {
 		t.Fatalf("Create with a blank title: %v, want ErrRefused or ErrInvalid", err)
 	}
 	if _, err := h.Tracker.Find(ctxOf(t), key("a")); !errors.Is(err, tracker.ErrNotFound) {
+		t.Fatalf("a refused create filed something: %v", err)
+	}
+}
+
+// trimmedKey: both trackers trim a key at its ends, so such a key would
+// read back as another and never be found again (tracker.ValidateKeyKept);
+// it is refused as the caller's, before anything is filed.
+func trimmedKey(t *testing.T, h Harness, key keyFn) {
+	made := mustCreate(t, h, key("a"), tracker.Draft{Title: "Live"})
+	for _, k := range []string{key("b") + " ", " " + key("b")} {
+		if _, err := h.Tracker.Create(ctxOf(t), k, tracker.Draft{Title: "never"}); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Create under %q: %v, want ErrInvalid", k, err)
+		}
+		if _, err := h.Tracker.Find(ctxOf(t), k); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Find of %q: %v, want ErrInvalid", k, err)
+		}
+		if _, err := h.Tracker.Comment(ctxOf(t), made.Ref.ID, k, "never"); !errors.Is(err, tracker.ErrInvalid) {
+			t.Fatalf("Comment under %q: %v, want ErrInvalid", k, err)
+		}
+	}
+	if _, err := h.Tracker.Find(ctxOf(t), key("b")); !errors.Is(err, tracker.ErrNotFound) {
 		t.Fatalf("a refused create filed something: %v", err)
 	}
 }
