@@ -187,10 +187,10 @@ func (s session) metered(ctx context.Context) context.Context {
 // begin checks input and the switch, in that order, before anything touches
 // the ledger or a tracker.
 func (w *Writer) begin(ctx context.Context, tenant, workspace, key string) (session, error) {
-	if err := checkName("tenant", tenant); err != nil {
+	if err := CheckName("tenant", tenant); err != nil {
 		return session{}, err
 	}
-	if err := checkName("workspace", workspace); err != nil {
+	if err := CheckName("workspace", workspace); err != nil {
 		return session{}, err
 	}
 	if err := tracker.ValidateKey(key); err != nil {
@@ -207,7 +207,11 @@ func (w *Writer) begin(ctx context.Context, tenant, workspace, key string) (sess
 	return session{w: w, b: b}, nil
 }
 
-func checkName(field, v string) error {
+// CheckName checks a tenant, workspace or subscription name as every part
+// of relayr keeps it: a key's rules (tracker.ValidateName), and at most
+// ledger.MaxName bytes, which the ledger and the event log hold. The
+// configuration checks its names with it too.
+func CheckName(field, v string) error {
 	if err := tracker.ValidateName(field, v); err != nil {
 		return wrap(CodeInvalid, err)
 	}

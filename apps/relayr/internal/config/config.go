@@ -351,8 +351,8 @@ func (c *Config) validate() []string {
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
 		switch {
-		case validName(t.Name) != nil:
-			add("tenants[%d]: name %q: %v", i, t.Name, validName(t.Name))
+		case writes.CheckName("name", t.Name) != nil:
+			add("tenants[%d]: %v", i, writes.CheckName("name", t.Name))
 		case tenants[t.Name] != nil:
 			add("tenants: %q is configured twice", t.Name)
 		}
@@ -384,8 +384,8 @@ func (c *Config) validate() []string {
 		case t == nil:
 			add("%s: tenant %q is not configured", where, b.Tenant)
 		}
-		if err := validName(b.Workspace); err != nil {
-			add("%s: workspace %q: %v", where, b.Workspace, err)
+		if err := writes.CheckName("workspace", b.Workspace); err != nil {
+			add("%s: %v", where, err)
 		}
 		if bound[b.Tenant+"/"+b.Workspace] {
 			add("%s: the workspace is bound twice", where)
@@ -446,8 +446,8 @@ func (c *Config) validate() []string {
 		if !bound[s.Tenant+"/"+s.Workspace] {
 			add("%s: %s/%s is not a bound workspace", where, s.Tenant, s.Workspace)
 		}
-		if err := validName(s.Name); err != nil {
-			add("%s: name %q: %v", where, s.Name, err)
+		if err := writes.CheckName("name", s.Name); err != nil {
+			add("%s: %v", where, err)
 		}
 		if subs[s.Tenant+"/"+s.Workspace+"/"+s.Name] {
 			add("%s: configured twice", where)
@@ -717,18 +717,4 @@ func (c *Config) Warnings() []string {
 		out = append(out, fmt.Sprintf("timings: shutdown_grace (%s) is not longer than write_bound (%s): a write under way at SIGTERM may be cut off, and its key answers tracker_claimed until its claim is retaken", grace, wb))
 	}
 	return out
-}
-
-// validName checks a tenant, workspace or subscription name as every part
-// of relayr keeps it: a key's rules, and at most ledger.MaxName bytes,
-// which the ledger and the event log hold (a longer one passed here, then
-// failed every lease and write).
-func validName(v string) error {
-	if err := tracker.ValidateName("name", v); err != nil {
-		return err
-	}
-	if len(v) > ledger.MaxName {
-		return fmt.Errorf("is %d bytes, over %d", len(v), ledger.MaxName)
-	}
-	return nil
 }
