@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -143,10 +144,11 @@ func TestWritesThatArriveTogetherShareOneTransaction(t *testing.T) {
 	}
 }
 
-// TestAWriteTheServerRefusesInAGroupIsUndoneAlone puts a claim the table
-// refuses (a kind its check does not allow, which Store would have
-// refused before) into a group of good ones: the group's transaction rolls
-// back, and each write runs again alone, so only the refused one fails.
+// TestAWriteTheServerRefusesInAGroupIsUndoneAlone puts a claim the server
+// refuses (a key holding a NUL byte, which no text column can keep and
+// Store would have refused before) into a group of good ones: the group's
+// transaction rolls back, and each write runs again alone, so only the
+// refused one fails.
 func TestAWriteTheServerRefusesInAGroupIsUndoneAlone(t *testing.T) {
 	l := newTestLedger(t, false)
 	ctx := t.Context()
@@ -155,7 +157,7 @@ func TestAWriteTheServerRefusesInAGroupIsUndoneAlone(t *testing.T) {
 	errs := inOneGroup(t, l.d.group, n, func(i int) error {
 		k := groupKey(i)
 		if i == 3 {
-			k.Kind = "bogus"
+			k.Key += "\x00"
 		}
 		var err error
 		_, outcomes[i], err = l.d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
@@ -503,5 +505,76 @@ func TestAGroupThatPanicsLeavesTheGrouperWorking(t *testing.T) {
 	}
 	if _, o, err := l.Claim(ctx, ledger.ClaimParams{Key: groupKey(9), Now: groupT0, RetakeAfter: time.Minute}); err != nil || o != ledger.Fresh {
 		t.Fatalf("the next claim answered %v, %v: want it taken", o, err)
+	}
+}
+
+// TestWritesStartingTogetherShareOneBound: the writes that start within a
+// thirtieth of the bound share its deadline, a later one gets a fresh
+// one, and each bound ends when its deadline passes; the spent ones are
+// let go.
+func TestWritesStartingTogetherShareOneBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &grouper{bound: 30 * time.Second}
+		first := g.sharedBound()
+		time.Sleep(900 * time.Millisecond)
+		if g.sharedBound() != first {
+			t.Fatal("a write 0.9 s later got a bound of its own")
+		}
+		time.Sleep(200 * time.Millisecond)
+		second := g.sharedBound()
+		if second == first {
+			t.Fatal("a write 1.1 s later shares a bound that ends 28.9 s on")
+		}
+		until, _ := second.Deadline()
+		if want := time.Now().Add(30 * time.Second); !until.Equal(want) {
+			t.Fatalf("the bound ends at %v, want %v", until, want)
+		}
+		time.Sleep(29 * time.Second)
+		synctest.Wait()
+		if first.Err() == nil || second.Err() != nil {
+			t.Fatalf("after 30.1 s the first bound answers %v, the second %v", first.Err(), second.Err())
+		}
+		time.Sleep(2 * time.Second)
+		g.sharedBound()
+		if len(g.spent) != 1 {
+			t.Fatalf("%d bounds kept, want the one handed out", len(g.spent))
+		}
+	})
+}
+
+// TestAWriteRunsUntilItsCallerOrTheBoundEnds: within answers the bound for
+// a caller that is never done, the caller's own context when its deadline
+// comes first, and otherwise a context that ends with either.
+func TestAWriteRunsUntilItsCallerOrTheBoundEnds(t *testing.T) {
+	bound, endBound := context.WithDeadline(context.Background(), groupT0)
+	defer endBound()
+	if ctx, stop := within(context.Background(), bound); ctx != bound {
+		t.Error("a caller never done runs on something other than the bound")
+	} else {
+		stop()
+	}
+	sooner, cancel := context.WithDeadline(context.Background(), groupT0.Add(-time.Second))
+	defer cancel()
+	if ctx, stop := within(sooner, bound); ctx != sooner {
+		t.Error("a caller whose deadline comes first runs on something other than its own context")
+	} else {
+		stop()
+	}
+	for _, end := range []string{"caller", "bound"} {
+		caller, endCaller := context.WithCancel(context.Background())
+		bound, endBound := context.WithCancel(context.Background())
+		ctx, stop := within(caller, bound)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: the write's context ended before either", end)
+		}
+		if end == "caller" {
+			endCaller()
+		} else {
+			endBound()
+		}
+		<-ctx.Done() // hangs if the end is not passed on
+		stop()
+		endCaller()
+		endBound()
 	}
 }
