@@ -339,13 +339,44 @@ func (s *claimScan) claim() (ledger.Claim, error) {
 	c := s.c
 	c.Kind = ledger.Kind(s.kind)
 	c.ClaimedAt, c.RecordedAt = fromTS(s.claimedAt), fromTS(s.recordedAt)
-	c.Values = nil
-	if len(s.values) > 0 && string(s.values) != "{}" {
-		if err := json.Unmarshal(s.values, &c.Values); err != nil {
-			return ledger.Claim{}, fmt.Errorf("recorded values: %w", err)
-		}
+	var err error
+	c.Values, err = recordedValues(s.values)
+	return c, err
+}
+
+// recordedValues reads the recorded_values column; '{}' is none.
+func recordedValues(b []byte) (map[string]string, error) {
+	if len(b) == 0 || string(b) == "{}" {
+		return nil, nil
 	}
-	return c, nil
+	var values map[string]string
+	if err := json.Unmarshal(b, &values); err != nil {
+		return nil, fmt.Errorf("recorded values: %w", err)
+	}
+	return values, nil
+}
+
+// takenScan reads what the claim and record statements return
+// (takenColumns): the rest of the claim is what they wrote, from their
+// parameters.
+type takenScan struct {
+	claimedAt, recordedAt pgtype.Timestamptz
+	correlation           string
+	values                []byte
+	deleted               bool
+}
+
+func (s *takenScan) dest() []any { return []any{&s.claimedAt, &s.correlation, &s.values} }
+
+// claim is the row the statement left: k's, with nonce, and what it
+// returned.
+func (s *takenScan) claim(k ledger.Key, nonce string) (ledger.Claim, error) {
+	values, err := recordedValues(s.values)
+	if err != nil {
+		return ledger.Claim{}, err
+	}
+	return ledger.Claim{Key: k, Nonce: nonce, ClaimedAt: fromTS(s.claimedAt), Correlation: s.correlation,
+		RecordedAt: fromTS(s.recordedAt), Deleted: s.deleted, Values: values}, nil
 }
 
 func keyArgs(k ledger.Key) []any { return []any{k.Tenant, k.Workspace, string(k.Kind), k.Key} }
@@ -357,11 +388,14 @@ func (d *driver) claimRow(ctx context.Context, tenant, sql string, args []any, e
 	return s.answer(d.row(ctx, d.pool, tenant, sql, args, append(s.dest(), extra...)...))
 }
 
-// filingRow runs a filing's write for k, answering one claim row, through
-// the group (group.go); no row is ledger.ErrNotFound.
-func (d *driver) filingRow(ctx context.Context, k ledger.Key, sql string, args []any, extra ...any) (ledger.Claim, error) {
-	var s claimScan
-	return s.answer(d.group.row(ctx, k, sql, args, append(s.dest(), extra...)...))
+// filingRow runs a filing's write for k through the group (group.go),
+// scanning what it returns into dest; no row is ledger.ErrNotFound.
+func (d *driver) filingRow(ctx context.Context, k ledger.Key, sql string, args []any, dest ...any) error {
+	err := d.group.row(ctx, k, sql, args, dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.ErrNotFound
+	}
+	return err
 }
 
 // answer is the claim scanned, given the statement's outcome.
@@ -379,32 +413,51 @@ func (s *claimScan) answer(err error) (ledger.Claim, error) {
 // a lapsed one (ADR-0033); only when it takes nothing is the row read as
 // it stands.
 func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.Outcome, error) {
-	var inserted bool
-	c, err := d.filingRow(ctx, p.Key, d.q.claim,
+	var (
+		s        takenScan
+		inserted bool
+	)
+	err := d.filingRow(ctx, p.Key, d.q.claim,
 		[]any{p.Tenant, p.Workspace, string(p.Kind), p.Key.Key, nonce, ts(p.Now), p.Correlation, ts(p.Now.Add(-p.RetakeAfter))},
-		&inserted)
-	switch {
-	case err == nil && inserted:
-		return c, ledger.Fresh, nil
-	case err == nil:
-		return c, ledger.Retaken, nil
-	case !errors.Is(err, ledger.ErrNotFound):
+		append(s.dest(), &inserted)...)
+	if errors.Is(err, ledger.ErrNotFound) {
+		c, err := d.LookupClaim(ctx, p.Key)
+		return c, 0, err
+	}
+	if err != nil {
 		return ledger.Claim{}, 0, err
 	}
-	c, err = d.LookupClaim(ctx, p.Key)
-	return c, 0, err
+	// Taken: neither recorded nor deleted, as the statement requires.
+	c, err := s.claim(p.Key, nonce)
+	switch {
+	case err != nil:
+		return ledger.Claim{}, 0, err
+	case inserted:
+		return c, ledger.Fresh, nil
+	}
+	return c, ledger.Retaken, nil
 }
 
 // RecordClaim implements ledger.Driver: one update records, conditioned on
 // the nonce; only when it records nothing is the row read.
 func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
-	c, err := d.filingRow(ctx, p.Key, d.q.record,
-		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key))
-	if !errors.Is(err, ledger.ErrNotFound) {
-		return c, err == nil, err
+	var s takenScan
+	err := d.filingRow(ctx, p.Key, d.q.record,
+		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key),
+		append(s.dest(), &s.recordedAt, &s.deleted)...)
+	if errors.Is(err, ledger.ErrNotFound) {
+		c, err := d.LookupClaim(ctx, p.Key)
+		return c, false, err
 	}
-	c, err = d.LookupClaim(ctx, p.Key)
-	return c, false, err
+	if err != nil {
+		return ledger.Claim{}, false, err
+	}
+	c, err := s.claim(p.Key, nonce)
+	if err != nil {
+		return ledger.Claim{}, false, err
+	}
+	c.Recorded, c.Ref = true, p.Ref
+	return c, true, nil
 }
 
 // ReleaseClaim implements ledger.Driver.
