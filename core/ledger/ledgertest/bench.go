@@ -1,10 +1,12 @@
 package ledgertest
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -43,8 +45,13 @@ func Parallel(b *testing.B, parallelism int, op func(i int64) error) {
 // goroutines.
 func Filings(b *testing.B, l ledger.Ledger, parallelism int) {
 	b.Helper()
+	Parallel(b, parallelism, filing(b, l))
+}
+
+// filing is one filing's op: the claim of a new key and its record.
+func filing(b *testing.B, l ledger.Ledger) func(i int64) error {
 	run := ledger.NewNonce()[:8]
-	Parallel(b, parallelism, func(i int64) error {
+	return func(i int64) error {
 		k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: fmt.Sprintf("%s/%012d", run, i)}
 		c, _, err := l.Claim(b.Context(), ledger.ClaimParams{Key: k, Correlation: run, Now: t0, RetakeAfter: retakeAfter})
 		if err != nil {
@@ -52,7 +59,81 @@ func Filings(b *testing.B, l ledger.Ledger, parallelism int) {
 		}
 		_, err = l.Record(b.Context(), ledger.RecordParams{Key: k, Nonce: c.Nonce, Ref: tracker.ItemRef{ID: k.Key, Number: i, Name: "OPS"}, Now: t0})
 		return err
-	})
+	}
+}
+
+// phaseOps is how many operations a goroutine runs in one phase of
+// FilingsBesideFloor: about 20 to 60 ms with one filer on PostgreSQL.
+const phaseOps = 32
+
+// FilingsBesideFloor benchmarks l's filings (as Filings does) side by side
+// with floor, an op of the same rate's unit (two bare durable commits on
+// the same database): b.N of each, over parallelism goroutines, in phases
+// of phaseOps operations a goroutine that alternate between the two, each
+// phase timed. It reports filings/s, the floor's rate as floor/s, and
+// x-floor, the floor's time over the filings' for as many operations.
+//
+// The machine's speed moves while a benchmark runs (on two shared cores,
+// the floor of one filer moved by a third between runs seconds apart): in
+// runs of their own, a floor and a filing measured moments apart could
+// differ by that much whatever the ledger did. Phases a few tens of
+// milliseconds long put both through the same moments.
+func FilingsBesideFloor(b *testing.B, l ledger.Ledger, parallelism int, floor func(i int64) error) {
+	b.Helper()
+	file := filing(b, l)
+	var next atomic.Int64
+	// Warm: each op's statements are prepared before the clock starts.
+	if err := floor(next.Add(1)); err != nil {
+		b.Fatal(err)
+	}
+	if err := file(next.Add(1)); err != nil {
+		b.Fatal(err)
+	}
+	var floorTime, filingTime time.Duration
+	b.ResetTimer()
+	for left := b.N; left > 0; {
+		n := min(phaseOps*parallelism, left)
+		d, err := phase(parallelism, n, floor, &next)
+		if err != nil {
+			b.Fatal(err)
+		}
+		floorTime += d
+		if d, err = phase(parallelism, n, file, &next); err != nil {
+			b.Fatal(err)
+		}
+		filingTime += d
+		left -= n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/filingTime.Seconds(), "filings/s")
+	b.ReportMetric(float64(b.N)/floorTime.Seconds(), "floor/s")
+	b.ReportMetric(floorTime.Seconds()/filingTime.Seconds(), "x-floor")
+}
+
+// phase runs op n times over parallelism goroutines and answers how long
+// they took, or the first error.
+func phase(parallelism, n int, op func(i int64) error, next *atomic.Int64) (time.Duration, error) {
+	var (
+		wg    sync.WaitGroup
+		taken atomic.Int64
+		mu    sync.Mutex
+		first error
+	)
+	start := time.Now()
+	for range parallelism {
+		wg.Go(func() {
+			for taken.Add(1) <= int64(n) {
+				if err := op(next.Add(1)); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), first
 }
 
 // Beats benchmarks one replica's heartbeat (ledger.Holders.Beat) among

@@ -4,11 +4,12 @@
 // a direct create, duplicates when a filing is sent twice, tracker requests
 // per filing, per change and per idle poll, and the time from a person's
 // change to its event in the feed; per ledger and parallelism, filings per
-// second against the floor of the database under it (PostgresRLS runs on
-// Postgres's floor). Every figure is the median over -count runs, and a
-// ledger's ratio the median of each run's ratio to the floor measured
-// beside it (pairedRatio); a figure whose benchmark is missing from the
-// input is left out.
+// second against the floor of the database under it, which each run of
+// the ledger's benchmark measures in phases that alternate with its
+// filings (ledgertest.FilingsBesideFloor; PostgresRLS on Postgres's
+// floor). Every figure is the median over -count runs, a ledger's ratio
+// the median of each run's own (x-floor); a figure whose benchmark is
+// missing from the input is left out.
 //
 //	go test -run '^$' -bench . -count 3 ./core/ledger/memledger ./adapters/ledgersqlite \
 //		./adapters/ledgerpg ./apps/relayr/internal/figures | go run ./adapters/ledgerpg/tools/benchtable
@@ -35,7 +36,7 @@ var (
 	// unit"): the budget's, which no benchmark can time.
 	figLine = regexp.MustCompile(`FIGURE (\S+) (\S+) (\S+)`)
 	procs   = regexp.MustCompile(`-\d+$`)
-	ledger  = regexp.MustCompile(`^(Filing|Floor)/([^/]+)/p(\d+)$`)
+	ledger  = regexp.MustCompile(`^Filing/([^/]+)/p(\d+)$`)
 )
 
 func parse(r io.Reader) (results, error) {
@@ -122,33 +123,6 @@ func ratio(a, b float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64)
-}
-
-// pairedRatio is the median of each run's filings over the floor measured
-// beside it. make bench runs each SQL ledger's floor, its filings, then its
-// floor again, three times over: each run's filings are set against the
-// mean of the two floors on either side, so that a drift of the machine's
-// speed across a run moves both alike. One floor a run pairs with its run
-// (a -count run lists the filings' runs first), and counts that pair up
-// neither way give the ratio of the medians; no runs of either, 0.
-func pairedRatio(filings, floors []float64) float64 {
-	n := len(filings)
-	var floorOf func(i int) float64
-	switch {
-	case n == 0 || len(floors) == 0:
-		return 0
-	case len(floors) == 2*n:
-		floorOf = func(i int) float64 { return (floors[2*i] + floors[2*i+1]) / 2 }
-	case len(floors) == n:
-		floorOf = func(i int) float64 { return floors[i] }
-	default:
-		return median(filings) / median(floors)
-	}
-	rs := make([]float64, n)
-	for i := range n {
-		rs[i] = filings[i] / floorOf(i)
-	}
-	return median(rs)
 }
 
 // row is one line of the table.
@@ -344,14 +318,14 @@ func (r results) ledgerRows() []row {
 	var keys []ledgerKey
 	for name := range r {
 		m := ledger.FindStringSubmatch(name)
-		if m == nil || m[1] != "Filing" {
+		if m == nil {
 			continue
 		}
 		if _, ok := r.get(name, "filings/s"); !ok {
 			continue
 		}
-		p, _ := strconv.Atoi(m[3])
-		keys = append(keys, ledgerKey{m[2], p})
+		p, _ := strconv.Atoi(m[2])
+		keys = append(keys, ledgerKey{m[1], p})
 	}
 	order := byOrder([]string{"Memory", "SQLite", "Postgres", "PostgresRLS"})
 	slices.SortFunc(keys, func(a, b ledgerKey) int {
@@ -365,15 +339,14 @@ func (r results) ledgerRows() []row {
 		filing := fmt.Sprintf("Filing/%s/p%d", k.store, k.p)
 		f, _ := r.get(filing, "filings/s")
 		fig := fmt.Sprintf("Ledger filings/s (claim and record), %s, %d at a time", k.store, k.p)
-		// The floor of the database under the store: PostgresRLS runs on
-		// Postgres's.
-		floorName := fmt.Sprintf("Floor/%s/p%d", strings.TrimSuffix(k.store, "RLS"), k.p)
-		floor, ok := r.get(floorName, "filings/s")
-		if !ok {
+		// The floor each run measured beside its filings
+		// (ledgertest.FilingsBesideFloor), and each run's ratio to it.
+		floor, okFloor := r.get(filing, "floor/s")
+		rat, okRatio := r.get(filing, "x-floor")
+		if !okFloor || !okRatio {
 			rows = append(rows, row{fig, num(f), "–", "–"})
 			continue
 		}
-		rat := pairedRatio(r[filing]["filings/s"], r[floorName]["filings/s"])
 		rows = append(rows, row{fig, num(f), num(floor) + " floor (two bare commits)", strconv.FormatFloat(rat, 'f', 2, 64)})
 	}
 	return rows
