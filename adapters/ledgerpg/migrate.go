@@ -3,10 +3,13 @@ package ledgerpg
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/relayr-go/relayr/core/ledger"
@@ -44,9 +47,23 @@ func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error
 	return migrateSchema(ctx, pool, schema, migrations)
 }
 
+// migrateLockWait is how long a migration waits for a lock on a table
+// (lock_timeout) before it gives up, applying nothing. A migration that
+// alters a table the replicas write (007 does) waits for every
+// transaction on it to end, and every write queued behind it waits too: a
+// long transaction on the ledger would stall every filing for as long.
+const migrateLockWait = 5 * time.Second
+
 // migrateSchema applies migrations, the first ones of the embedded set, as
 // MigrateSchema does.
 func migrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string, migrations []ledger.Migration) error {
+	return migrateSchemaWaiting(ctx, pool, schema, migrations, migrateLockWait)
+}
+
+// migrateSchemaWaiting is migrateSchema with the lock wait given: past
+// lockWait on a table's lock, it answers ledger.ErrUnavailable and leaves
+// the schema as it was.
+func migrateSchemaWaiting(ctx context.Context, pool *pgxpool.Pool, schema string, migrations []ledger.Migration, lockWait time.Duration) error {
 	if schema == "" {
 		schema = DefaultSchema
 	}
@@ -67,7 +84,10 @@ func migrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string, migra
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
 		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
 	}
-	steps := []string{`SET LOCAL search_path TO ` + quoted + `, pg_temp`}
+	// After the advisory lock: a second migrator waits for the first
+	// however long it takes.
+	steps := []string{`SET LOCAL search_path TO ` + quoted + `, pg_temp`,
+		fmt.Sprintf(`SET LOCAL lock_timeout = %d`, max(lockWait.Milliseconds(), 1))}
 	if !exists {
 		steps = append([]string{`CREATE SCHEMA ` + quoted}, steps...)
 	}
@@ -115,6 +135,10 @@ func migrateSchema(ctx context.Context, pool *pgxpool.Pool, schema string, migra
 		}
 		// Simple protocol: a migration file may hold many statements.
 		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+				return fmt.Errorf("ledgerpg: migration %03d_%s waited %v for a lock on a table, held by another transaction (a long one on the ledger's tables?); nothing was applied, run it again: %w",
+					m.Version, m.Name, lockWait, mapError(ctx, err))
+			}
 			return fmt.Errorf("ledgerpg: migration %03d_%s: %w", m.Version, m.Name, mapError(ctx, err))
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO relayr_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {

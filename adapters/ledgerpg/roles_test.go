@@ -228,3 +228,46 @@ func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
 		}
 	}
 }
+
+// A migration that needs a table another transaction holds waits the
+// lock wait, then gives up applying nothing, rather than stall every
+// filing queued behind it; run again once the table is free, it applies.
+func TestAMigrationGivesUpOnATableHeldTooLong(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema, admin, all := migrated(t, 6)
+	items := pgx.Identifier{schema, "relayr_tracker_items"}.Sanitize()
+	holder, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
+	// A reader's lock, as any transaction that read a claim holds until it
+	// ends: 007's ALTER TABLE must wait for it.
+	if _, err := holder.Exec(ctx, `SELECT count(*) FROM `+items); err != nil {
+		t.Fatal(err)
+	}
+	err = migrateSchemaWaiting(ctx, admin, schema, all, 50*time.Millisecond)
+	if !errors.Is(err, ledger.ErrUnavailable) || !strings.Contains(err.Error(), "007_") || !strings.Contains(err.Error(), "nothing was applied") {
+		t.Fatalf("migrating past a held table answered %v, want ledger.ErrUnavailable naming 007", err)
+	}
+	version := func() (v int) {
+		t.Helper()
+		if err := admin.QueryRow(ctx, `SELECT max(version) FROM `+pgx.Identifier{schema, "relayr_migrations"}.Sanitize()).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := version(); v != 6 {
+		t.Fatalf("the schema is at %d after the migration gave up, want 6", v)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateSchemaWaiting(ctx, admin, schema, all, 50*time.Millisecond); err != nil {
+		t.Fatalf("migrating the freed table: %v", err)
+	}
+	if v := version(); v != len(all) {
+		t.Fatalf("the schema is at %d, want %d", v, len(all))
+	}
+}
