@@ -281,8 +281,9 @@ func (w *groupWrite) answer(err error) {
 func (g *grouper) alone(w *groupWrite, bound context.Context) {
 	if err := bound.Err(); err != nil {
 		// Past the bound already: not sent, though AfterFunc would cancel
-		// the write only once it runs on a goroutine of its own.
-		w.answer(g.outlived(bound, w.ctx, err))
+		// the write only once it runs on a goroutine of its own. A caller
+		// that gave up too is answered its own error.
+		w.answer(g.outlived(bound, w.ctx, cmp.Or(w.ctx.Err(), err)))
 		return
 	}
 	ctx, stop := within(w.ctx, bound)
@@ -291,13 +292,10 @@ func (g *grouper) alone(w *groupWrite, bound context.Context) {
 	w.answer(g.outlived(bound, w.ctx, err))
 }
 
-// within is a context done when caller or bound is: caller itself when its
-// own deadline comes first, bound when caller is never done. stop releases
-// what it made.
+// within is a context done when caller or bound is, with caller's values
+// (a pgx tracer's, say): caller itself when its own deadline comes first.
+// stop releases what it made.
 func within(caller, bound context.Context) (ctx context.Context, stop func()) {
-	if caller.Done() == nil {
-		return bound, func() {}
-	}
 	if own, ok := caller.Deadline(); ok {
 		if until, _ := bound.Deadline(); !own.After(until) {
 			return caller, func() {}
@@ -321,7 +319,7 @@ func (g *grouper) sharedBound() context.Context {
 	now := time.Now()
 	g.boundMu.Lock()
 	defer g.boundMu.Unlock()
-	if g.shared != nil && g.sharedUntil.Sub(now) >= g.bound-g.bound/boundSlices {
+	if left := g.sharedUntil.Sub(now); g.shared != nil && left >= g.bound-g.bound/boundSlices && left <= g.bound {
 		return g.shared
 	}
 	// A write may still run on a bound no longer handed out: its cancel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -539,20 +540,118 @@ func TestWritesStartingTogetherShareOneBound(t *testing.T) {
 		if len(g.spent) != 1 {
 			t.Fatalf("%d bounds kept, want the one handed out", len(g.spent))
 		}
+		// A shorter bound holds at once, not when the shared one lapses.
+		g.bound = time.Second
+		until, _ = g.sharedBound().Deadline()
+		if want := time.Now().Add(time.Second); until.After(want) {
+			t.Fatalf("with a bound of 1 s the bound ends at %v, past %v", until, want)
+		}
 	})
 }
 
-// TestAWriteRunsUntilItsCallerOrTheBoundEnds: within answers the bound for
-// a caller that is never done, the caller's own context when its deadline
-// comes first, and otherwise a context that ends with either.
+// TestAClaimAndARecordAnswerTheRowAsStored: the claim and the record
+// return only what their parameters leave open (takenColumns) and build
+// the rest, alone and in a group: each answers the claim a later lookup
+// reads, for a key with blanks and a non-ASCII letter, times with
+// nanoseconds in a zone of their own, values set between the claim and
+// its retake, and every field of the item.
+func TestAClaimAndARecordAnswerTheRowAsStored(t *testing.T) {
+	zone := time.FixedZone("IST", 5*3600+1800)
+	for _, mode := range pgtest.Modes {
+		for _, grouped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/grouped=%v", mode.Name, grouped), func(t *testing.T) {
+				l := newTestLedger(t, mode.RLS)
+				ctx := t.Context()
+				d := l.d
+				others := 0
+				write := func(f func() error) {
+					t.Helper()
+					if !grouped {
+						if err := f(); err != nil {
+							t.Fatal(err)
+						}
+						return
+					}
+					errs := inOneGroup(t, d.group, 3, func(i int) error {
+						if i == 0 {
+							return f()
+						}
+						others++ // two other keys' claims share the group
+						_, _, err := d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(100 + others), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+						return err
+					}, endAtOnce)
+					if errs[0] != nil {
+						t.Fatal(errs[0])
+					}
+				}
+				asStored := func(what string, c ledger.Claim) {
+					t.Helper()
+					stored, err := d.LookupClaim(ctx, c.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(c, stored) {
+						t.Errorf("the %s answered\n%#v\nwhere the row holds\n%#v", what, c, stored)
+					}
+				}
+				k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindComment, Key: "k é\t x"}
+				now := groupT0.Add(123456789 * time.Nanosecond).In(zone)
+				var (
+					c ledger.Claim
+					o ledger.Outcome
+				)
+				write(func() (err error) {
+					c, o, err = d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Correlation: "first", Now: now, RetakeAfter: time.Minute}, ledger.NewNonce())
+					return err
+				})
+				if o != ledger.Fresh {
+					t.Fatalf("the first claim found %v", o)
+				}
+				asStored("fresh claim", c)
+				if err := d.ChangeValues(ctx, k, func(vs map[string]string) { vs["state"] = `["open"]` }); err != nil {
+					t.Fatal(err)
+				}
+				write(func() (err error) {
+					c, o, err = d.TakeClaim(ctx, ledger.ClaimParams{Key: k, Correlation: "second", Now: now.Add(2*time.Minute + 999), RetakeAfter: time.Minute}, ledger.NewNonce())
+					return err
+				})
+				if o != ledger.Retaken || c.Correlation != "first" {
+					t.Fatalf("the retake found %v, correlation %q", o, c.Correlation)
+				}
+				asStored("retaken claim", c)
+				var recorded bool
+				write(func() (err error) {
+					c, recorded, err = d.RecordClaim(ctx, ledger.RecordParams{Key: k, Nonce: c.Nonce,
+						Ref: tracker.ItemRef{ID: "id-1", Number: 1 << 40, Name: "OPS", Link: "http://127.0.0.1/1", Key: "item-1"}, Now: now.Add(3*time.Minute + 1)}, ledger.NewNonce())
+					return err
+				})
+				if !recorded {
+					t.Fatal("the record recorded nothing")
+				}
+				asStored("record", c)
+			})
+		}
+	}
+}
+
+// TestAWriteRunsUntilItsCallerOrTheBoundEnds: within answers a context
+// that ends with the bound and keeps the values of a caller that is never
+// done, the caller's own context when its deadline comes first, and
+// otherwise a context that ends with either.
 func TestAWriteRunsUntilItsCallerOrTheBoundEnds(t *testing.T) {
 	bound, endBound := context.WithDeadline(context.Background(), groupT0)
 	defer endBound()
-	if ctx, stop := within(context.Background(), bound); ctx != bound {
-		t.Error("a caller never done runs on something other than the bound")
-	} else {
-		stop()
+	type key struct{}
+	valued := context.WithValue(context.Background(), key{}, "tracer")
+	ctx, stop := within(valued, bound)
+	if ctx.Value(key{}) != "tracer" {
+		t.Error("a caller never done lost its context's values")
 	}
+	endBound()
+	<-ctx.Done() // hangs if the bound's end is not passed on
+	stop()
+	bound, endBound = context.WithDeadline(context.Background(), groupT0)
+	defer endBound()
 	sooner, cancel := context.WithDeadline(context.Background(), groupT0.Add(-time.Second))
 	defer cancel()
 	if ctx, stop := within(sooner, bound); ctx != sooner {
