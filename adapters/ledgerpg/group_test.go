@@ -572,12 +572,14 @@ func TestAClaimAndARecordAnswerTheRowAsStored(t *testing.T) {
 						}
 						return
 					}
+					first := 100 + others
+					others += 2
 					errs := inOneGroup(t, d.group, 3, func(i int) error {
 						if i == 0 {
 							return f()
 						}
-						others++ // two other keys' claims share the group
-						_, _, err := d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(100 + others), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
+						// Two other keys' claims share the group.
+						_, _, err := d.TakeClaim(ctx, ledger.ClaimParams{Key: groupKey(first + i), Now: groupT0, RetakeAfter: time.Minute}, ledger.NewNonce())
 						return err
 					}, endAtOnce)
 					if errs[0] != nil {
