@@ -189,12 +189,42 @@ func (d *driver) migrate(ctx context.Context, migrations []ledger.Migration) err
 	if _, err := tx.ExecContext(ctx, createMigrations); err != nil {
 		return fail("migrate", err)
 	}
-	var current int
-	if err := tx.QueryRowContext(ctx, schemaVersion).Scan(&current); err != nil {
+	// Each migration the file holds must be this relayr's of that
+	// version, by name as well: a file another build numbered its own
+	// way is refused before anything is applied on top of it.
+	applied, err := tx.QueryContext(ctx, appliedMigrations)
+	if err != nil {
 		return fail("migrate", err)
 	}
-	if current > len(migrations) {
-		return fmt.Errorf("ledgersqlite: the file's schema (%d) is newer than this relayr's (%d)", current, len(migrations))
+	current := 0
+	for applied.Next() {
+		var (
+			v    int
+			name string
+		)
+		if err := applied.Scan(&v, &name); err != nil {
+			_ = applied.Close()
+			return fail("migrate", err)
+		}
+		switch {
+		case v > len(migrations):
+			_ = applied.Close()
+			return fmt.Errorf("ledgersqlite: the file's schema has migration %03d_%s, newer than this relayr's (%d)", v, name, len(migrations))
+		case v < 1 || migrations[v-1].Name != name:
+			_ = applied.Close()
+			want := "none"
+			if v >= 1 {
+				want = fmt.Sprintf("%03d_%s", v, migrations[v-1].Name)
+			}
+			return fmt.Errorf("ledgersqlite: the file applied migration %03d_%s where this relayr has %s", v, name, want)
+		}
+		current = max(current, v)
+	}
+	if err := applied.Err(); err != nil {
+		return fail("migrate", err)
+	}
+	if err := applied.Close(); err != nil {
+		return fail("migrate", err)
 	}
 	for _, m := range migrations[current:] {
 		name := fmt.Sprintf("migration %03d_%s", m.Version, m.Name)

@@ -221,6 +221,32 @@ func TestPingIsReadyOnAFileANewerRelayrMigrated(t *testing.T) {
 	}
 }
 
+// A file whose migrations another build named its own way (or a newer
+// relayr's) is refused at Open, naming the migration, with nothing
+// applied on top of it.
+func TestOpenRefusesAFileMigratedByAnotherBuild(t *testing.T) {
+	for _, c := range []struct{ name, change, want string }{
+		{"renamed", `UPDATE relayr_migrations SET name = 'someone_elses' WHERE version = 2`, "applied migration 002_someone_elses where this relayr has 002_"},
+		{"newer", `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (99, 'a_newer_relayrs', 0)`, "has migration 099_a_newer_relayrs, newer than this relayr's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "relayr.db")
+			l := open(t, path)
+			_, err := l.d.w.ExecContext(t.Context(), c.change)
+			must(t, err)
+			l.Close()
+			l, err = Open(t.Context(), path)
+			if err == nil {
+				l.Close()
+				t.Fatal("Open passed")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open answered %v, want it to say %q", err, c.want)
+			}
+		})
+	}
+}
+
 func TestMapError(t *testing.T) {
 	d := &driver{}
 	cases := []struct {

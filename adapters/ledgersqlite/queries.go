@@ -9,8 +9,9 @@ import "strings"
 const (
 	createMigrations = `CREATE TABLE IF NOT EXISTS relayr_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`
-	schemaVersion   = `SELECT coalesce(max(version), 0) FROM relayr_migrations`
-	recordMigration = `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, ?, ?)`
+	schemaVersion     = `SELECT coalesce(max(version), 0) FROM relayr_migrations`
+	appliedMigrations = `SELECT version, name FROM relayr_migrations ORDER BY version`
+	recordMigration   = `INSERT INTO relayr_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 )
 
 // A batch of writes runs each in a savepoint (batch.go).
