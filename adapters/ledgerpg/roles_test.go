@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // loginRole creates a role of t's own that may log in and nothing more,
@@ -269,5 +270,46 @@ func TestAMigrationGivesUpOnATableHeldTooLong(t *testing.T) {
 	}
 	if v := version(); v != len(all) {
 		t.Fatalf("the schema is at %d, want %d", v, len(all))
+	}
+}
+
+// The replicas' role granted as the README says, the migrations' table
+// read-only, files under RLS, is ready, and may not rewrite which
+// migrations the schema holds.
+func TestTheReadmesGrantsRunAReplicaThatCannotRewriteTheMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema, admin, _ := migrated(t, 0)
+	cfg := role(t, admin, schema, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES", "USAGE, SELECT ON ALL SEQUENCES")
+	migrations := pgx.Identifier{schema, "relayr_migrations"}.Sanitize()
+	user := pgx.Identifier{cfg.ConnConfig.User}.Sanitize()
+	for _, q := range []string{
+		`GRANT EXECUTE ON FUNCTION ` + pgx.Identifier{schema, "relayr_followed"}.Sanitize() + `() TO ` + user,
+		`REVOKE INSERT, UPDATE, DELETE ON ` + migrations + ` FROM ` + user,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	pool := pgtest.Open(t, cfg)
+	l := New(pool, Options{Schema: schema, RLS: true})
+	if err := l.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "readme-grants"}
+	c, _, err := l.Claim(ctx, ledger.ClaimParams{Key: k, Now: groupT0, RetakeAfter: time.Minute})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if _, err := l.Record(ctx, ledger.RecordParams{Key: k, Nonce: c.Nonce, Ref: tracker.ItemRef{ID: "1"}, Now: groupT0}); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	if _, err := l.Followed(ctx); err != nil {
+		t.Fatalf("Followed: %v", err)
+	}
+	_, err = pool.Exec(ctx, `DELETE FROM `+migrations)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Fatalf("the replica's role deleting the migrations' rows: %v, want insufficient_privilege", err)
 	}
 }
