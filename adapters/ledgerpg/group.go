@@ -42,7 +42,7 @@ const (
 	boundSlices = 30
 )
 
-// grouper runs the filings' writes. No goroutine of its own and no timer:
+// grouper runs the filings' writes. No goroutine of its own, and no timer gathers a group:
 // a write that finds fewer than groupsInFlight groups under way runs at
 // once on its caller's goroutine, alone as before (a write alone costs
 // what it did); one that finds them all under way queues. When a group is
