@@ -712,6 +712,19 @@ func (d *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, n int
 	return d.deadLetters(ctx, f, d.followers(f).recentDeadLetters, append(followerArgs(f), n))
 }
 
+// LookupDeadLetter implements ledger.Driver.
+func (d *driver) LookupDeadLetter(ctx context.Context, f ledger.Follower, id string) (ledger.DeadLetter, error) {
+	var s deadLetterScan
+	err := d.row(ctx, d.pool, f.Tenant, d.followers(f).deadLetterRow, append(followerArgs(f), id), s.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.DeadLetter{}, ledger.ErrNotFound
+	}
+	if err != nil {
+		return ledger.DeadLetter{}, err
+	}
+	return s.deadLetter(f), nil
+}
+
 // deadLetters reads the dead letters a query answers.
 func (d *driver) deadLetters(ctx context.Context, f ledger.Follower, query string, args []any) ([]ledger.DeadLetter, error) {
 	var out []ledger.DeadLetter

@@ -18,7 +18,7 @@ const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolve
 
 type followerQueries struct {
 	takeLease, renewLease, releaseLease, lease, cursor, deadLetter, deadLetters, resolve string
-	recentDeadLetters                                                                    string
+	recentDeadLetters, deadLetterRow                                                     string
 	makeFollower, cursorForUpdate, setCursor                                             string
 }
 
@@ -170,6 +170,7 @@ func newFollowerQueries(schema, followers, deadLetters string) followerQueries {
 			WHERE ` + where + ` ORDER BY at NULLS FIRST, n`),
 		recentDeadLetters: s(`SELECT ` + deadLetterColumns + ` FROM {s}.{d}
 			WHERE ` + where + ` ORDER BY at DESC NULLS LAST, n DESC LIMIT $4`),
+		deadLetterRow: s(`SELECT ` + deadLetterColumns + ` FROM {s}.{d} WHERE ` + where + ` AND event_id = $4`),
 		// An open dead letter is resolved; the row is answered as it
 		// stands, with whether this statement resolved it.
 		resolve: s(`WITH u AS (UPDATE {s}.{d} SET resolution = $5, resolved_at = $6

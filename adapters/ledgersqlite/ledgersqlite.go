@@ -676,6 +676,12 @@ func (d *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, n int
 	return d.deadLetters(ctx, f, followerQueriesOf(f).recentDeadLetters, append(followerArgs(f), n)...)
 }
 
+// LookupDeadLetter implements ledger.Driver.
+func (d *driver) LookupDeadLetter(ctx context.Context, f ledger.Follower, id string) (ledger.DeadLetter, error) {
+	dl, err := scanDeadLetter(d.read(ctx).row(followerQueriesOf(f).deadLetterRow, args(followerArgs(f), id)...), f)
+	return dl, notFound(err)
+}
+
 // deadLetters reads the dead letters a query answers.
 func (d *driver) deadLetters(ctx context.Context, f ledger.Follower, query string, args ...any) ([]ledger.DeadLetter, error) {
 	rows, err := d.read(ctx).rows(query, args...)

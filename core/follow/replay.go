@@ -16,7 +16,7 @@ import (
 
 // DeadLetterLedger is what resolving a dead letter reads and records.
 type DeadLetterLedger interface {
-	DeadLetters(ctx context.Context, f ledger.Follower) ([]ledger.DeadLetter, error)
+	LookupDeadLetter(ctx context.Context, f ledger.Follower, id string) (ledger.DeadLetter, error)
 	ResolveDeadLetter(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution, now time.Time) (ledger.DeadLetter, bool, error)
 }
 
@@ -62,19 +62,13 @@ func (rv *Resolver) Resolve(ctx context.Context, f ledger.Follower, id string, r
 	}
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	list, err := rv.Ledger.DeadLetters(ctx, f)
+	// The one dead letter, not the follower's backlog (a tracker outage
+	// can leave 100,000).
+	found, err := rv.Ledger.LookupDeadLetter(ctx, f, id)
 	if err != nil {
 		return ledger.DeadLetter{}, false, err
 	}
-	var d *ledger.DeadLetter
-	for i := range list {
-		if list[i].ID == id {
-			d = &list[i]
-		}
-	}
-	if d == nil {
-		return ledger.DeadLetter{}, false, ledger.ErrNotFound
-	}
+	d := &found
 	if d.Resolution != "" {
 		return *d, false, nil
 	}

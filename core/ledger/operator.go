@@ -80,6 +80,10 @@ type Operator interface {
 	// first (the reverse of DeadLetters' order), at most rows: a backlog of
 	// thousands is not read whole at every refresh of the page.
 	RecentDeadLetters(ctx context.Context, f Follower, rows int) ([]DeadLetter, error)
+	// LookupDeadLetter answers a follower's dead letter of id as it
+	// stands, or ErrNotFound: an operator's action on one dead letter
+	// reads that one, not the follower's backlog.
+	LookupDeadLetter(ctx context.Context, f Follower, id string) (DeadLetter, error)
 	// ResolveDeadLetter records what the operator did with a follower's
 	// dead letter, once: the first resolution is kept, and a later one
 	// changes nothing and answers false, with the dead letter as it
@@ -99,17 +103,23 @@ func CheckRows(rows int) error {
 // CheckResolution refuses a resolution that is neither Replayed nor
 // Skipped, an id no store keeps, and a zero time.
 func CheckResolution(f Follower, id string, r Resolution, now time.Time) error {
-	if err := CheckFollower(f); err != nil {
-		return err
-	}
 	if r != Replayed && r != Skipped {
 		return fmt.Errorf("%w: unknown resolution %q", ErrInvalid, r)
 	}
-	if id == "" || len(id) > MaxKey {
-		return fmt.Errorf("%w: a dead letter's id must be 1 to %d bytes", ErrInvalid, MaxKey)
-	}
 	if now.IsZero() {
 		return fmt.Errorf("%w: a resolution needs a time", ErrInvalid)
+	}
+	return checkDeadLetterID(f, id)
+}
+
+// checkDeadLetterID refuses a follower no store keeps and an id no store
+// keeps.
+func checkDeadLetterID(f Follower, id string) error {
+	if err := CheckFollower(f); err != nil {
+		return err
+	}
+	if id == "" || len(id) > MaxKey {
+		return fmt.Errorf("%w: a dead letter's id must be 1 to %d bytes", ErrInvalid, MaxKey)
 	}
 	return CheckText(id)
 }

@@ -591,6 +591,18 @@ func (s *Store) RecentDeadLetters(ctx context.Context, f Follower, rows int) ([]
 	return out, nil
 }
 
+// LookupDeadLetter implements Operator.
+func (s *Store) LookupDeadLetter(ctx context.Context, f Follower, id string) (DeadLetter, error) {
+	if err := checkDeadLetterID(f, id); err != nil {
+		return DeadLetter{}, err
+	}
+	if err := s.ready(ctx); err != nil {
+		return DeadLetter{}, err
+	}
+	d, err := s.d.LookupDeadLetter(ctx, f, id)
+	return d, s.fail(ctx, err)
+}
+
 // AtCap implements Operator.
 func (s *Store) AtCap(ctx context.Context, q CapQuery) ([]CapItem, error) {
 	if err := CheckCapQuery(q); err != nil {

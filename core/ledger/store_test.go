@@ -111,6 +111,7 @@ func calls(s *ledger.Store, bad bool) map[string]func(ctx context.Context) error
 			return err
 		},
 		"RecentDeadLetters": func(ctx context.Context) error { _, err := s.RecentDeadLetters(ctx, fol, 10); return err },
+		"LookupDeadLetter":  func(ctx context.Context) error { _, err := s.LookupDeadLetter(ctx, fol, "e"); return err },
 		"Append": func(ctx context.Context) error {
 			e := eventlog.Event{ID: "e", Type: "ops:x", Tenant: tenant, Workspace: "ops", At: t0}
 			_, _, err := s.Append(ctx, eventlog.AppendParams{Publisher: "ops", Event: e})

@@ -45,6 +45,7 @@ var operatorCases = []operatorCase{
 	{"ADeadLetterIsResolvedOnce", resolveOnce},
 	{"RecentDeadLettersAreNewestFirstAndAtMostRows", recentDeadLetters},
 	{"ResolvingWhatDoesNotExistIsNotFound", resolveMissing},
+	{"ADeadLetterIsLookedUpByItsFollowerAndID", lookupDeadLetter},
 	{"BadQueriesAreInvalidAndChangeNothing", badQueries},
 	{"ACancelledResolutionChangesNothing", cancelledResolution},
 }
@@ -310,6 +311,44 @@ func resolveMissing(t *testing.T, s OperatorStore) {
 	other.Tenant = "globex"
 	_, _, err = s.ResolveDeadLetter(ctx, other, "1", ledger.Skipped, t0)
 	mustIs(t, err, ledger.ErrNotFound)
+}
+
+// lookupDeadLetter: one dead letter read by its follower and id, as it
+// stands (its event, reason and resolution), and no other follower's.
+func lookupDeadLetter(t *testing.T, s OperatorStore) {
+	ctx := t.Context()
+	f := follower(ledger.LogFollower)
+	for _, d := range []ledger.DeadLetter{
+		deadLetter(ledger.LogFollower, "a", t0),
+		deadLetter(ledger.LogFollower, "b", t0.Add(time.Minute)),
+		deadLetter(ledger.TrackerFollower, "c", t0),
+	} {
+		_, err := s.DeadLetter(ctx, d)
+		mustNil(t, err)
+	}
+	want := deadLetter(ledger.LogFollower, "b", t0.Add(time.Minute))
+	got, err := s.LookupDeadLetter(ctx, f, "b")
+	mustNil(t, err)
+	if got.ID != "b" || got.Follower != f || string(got.Event) != string(want.Event) || got.Reason != want.Reason ||
+		!got.At.Equal(want.At) || got.Resolution != "" {
+		t.Fatalf("looked up %+v, want %+v", got, want)
+	}
+	at := t0.Add(time.Hour)
+	_, _, err = s.ResolveDeadLetter(ctx, f, "b", ledger.Skipped, at)
+	mustNil(t, err)
+	got, err = s.LookupDeadLetter(ctx, f, "b")
+	mustNil(t, err)
+	if got.Resolution != ledger.Skipped || !got.ResolvedAt.Equal(at) {
+		t.Fatalf("looked up after its resolution: %+v", got)
+	}
+	_, err = s.LookupDeadLetter(ctx, f, "c") // the tracker follower's
+	mustIs(t, err, ledger.ErrNotFound)
+	other := f
+	other.Tenant = "globex"
+	_, err = s.LookupDeadLetter(ctx, other, "a")
+	mustIs(t, err, ledger.ErrNotFound)
+	_, err = s.LookupDeadLetter(ctx, f, "")
+	mustIs(t, err, ledger.ErrInvalid)
 }
 
 func badQueries(t *testing.T, s OperatorStore) {

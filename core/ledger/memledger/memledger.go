@@ -433,6 +433,20 @@ func (l *driver) RecentDeadLetters(ctx context.Context, f ledger.Follower, rows 
 	return out[:min(rows, len(out))], err
 }
 
+// LookupDeadLetter implements ledger.Driver.
+func (l *driver) LookupDeadLetter(ctx context.Context, f ledger.Follower, id string) (ledger.DeadLetter, error) {
+	all, err := l.DeadLetters(ctx, f)
+	if err != nil {
+		return ledger.DeadLetter{}, err
+	}
+	for _, d := range all {
+		if d.ID == id {
+			return d, nil
+		}
+	}
+	return ledger.DeadLetter{}, ledger.ErrNotFound
+}
+
 // Followed implements ledger.Driver.
 func (l *driver) Followed(_ context.Context) ([]ledger.Follower, error) {
 	l.mu.Lock()
