@@ -129,7 +129,8 @@ func newQueries(schema string) queries {
 				SELECT workspace, item_id,
 					(SELECT count(*) FROM unnest(ats) a WHERE a > $2) AS n,
 					(SELECT min(a) FROM unnest(ats) a WHERE a > $2) AS oldest
-				FROM {s}.relayr_tracker_writes WHERE tenant = $1) w
+				FROM {s}.relayr_tracker_writes
+				WHERE tenant = $1 AND ats[cardinality(ats)] > $2) w
 			WHERE n >= $3 ORDER BY workspace, item_id LIMIT $4`),
 		tracker: newFollowerQueries(schema, "relayr_tracker_followers", "relayr_tracker_dead_letters"),
 		log:     newFollowerQueries(schema, "relayr_followers", "relayr_dead_letters"),

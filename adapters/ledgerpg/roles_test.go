@@ -230,6 +230,40 @@ func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
 	}
 }
 
+// The items at the loop cap are read through the recent writes' index,
+// not by reading every counter the tenant keeps (the planner told to
+// prefer an index, as it will once the counters are many).
+func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema, admin, _ := migrated(t, 0)
+	q := newQueries(pgx.Identifier{schema}.Sanitize())
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN `+q.atCap, "acme", groupT0, 20, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	rows.Close()
+	if text := strings.Join(plan, "\n"); !strings.Contains(text, "writes_recent") || !strings.Contains(text, "Index Cond") {
+		t.Fatalf("plan:\n%s\nwant the recent writes' index, its condition on the last write", text)
+	}
+}
+
 // A migration that needs a table another transaction holds waits the
 // lock wait, then gives up applying nothing, rather than stall every
 // filing queued behind it; run again once the table is free, it applies.

@@ -340,6 +340,25 @@ func TestTheWALStaysBoundedUnderFilings(t *testing.T) {
 	}
 }
 
+// The items at the loop cap are read through the recent writes' index:
+// the writes within the window, not every write the tenant's items keep.
+func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
+	rows, err := l.d.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+atCap, "acme", int64(0), 20, 50)
+	must(t, err)
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		must(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	must(t, rows.Close())
+	if all := strings.Join(plan, "; "); !strings.Contains(all, "INDEX relayr_tracker_writes_recent (tenant=? AND at>?)") {
+		t.Fatalf("plan %q, want the recent writes' index on tenant and time", all)
+	}
+}
+
 // A follower's latest dead letters are read through their index, newest
 // first, with no sort of the whole backlog.
 func TestRecentDeadLettersReadTheirIndex(t *testing.T) {

@@ -112,7 +112,7 @@ const (
 		WHERE tenant = ? AND recorded = 0 AND deleted = 0 ORDER BY claimed_at, workspace, kind, key LIMIT ?`
 	deletedClaims = `SELECT ` + claimColumns + ` FROM relayr_tracker_items
 		WHERE tenant = ? AND deleted = 1 ORDER BY workspace, kind, key LIMIT ?`
-	atCap = `SELECT workspace, item_id, count(*), min(at) FROM relayr_tracker_writes
+	atCap = `SELECT workspace, item_id, count(*), min(at) FROM relayr_tracker_writes INDEXED BY relayr_tracker_writes_recent
 		WHERE tenant = ? AND at > ? GROUP BY workspace, item_id HAVING count(*) >= ?
 		ORDER BY workspace, item_id LIMIT ?`
 	followed = `SELECT tenant, workspace, name FROM relayr_followers ORDER BY tenant, workspace, name`
