@@ -193,51 +193,11 @@ func TestTheSchemasOwnerMigratesWithoutCreateOnTheDatabase(t *testing.T) {
 	}
 }
 
-// A follower's latest dead letters are read through their index, newest
-// first, with no sort of the whole backlog (the planner told to prefer an
-// index, as it will once a backlog is large).
-func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
-	t.Parallel()
+// plan answers the plan of sql with args, the planner told to prefer an
+// index, as it will once the tables are large.
+func plan(t *testing.T, admin *pgxpool.Pool, sql string, args ...any) string {
+	t.Helper()
 	ctx := t.Context()
-	schema, admin, _ := migrated(t, 0)
-	q := newQueries(pgx.Identifier{schema}.Sanitize())
-	for _, sql := range []string{q.tracker.recentDeadLetters, q.log.recentDeadLetters} {
-		tx, err := admin.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, `EXPLAIN `+sql, "acme", "ops", "f", 50)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
-		_ = tx.Rollback(ctx)
-		text := strings.Join(plan, "\n")
-		if !strings.Contains(text, "dead_letters_recent") || strings.Contains(text, "Sort") {
-			t.Fatalf("plan:\n%s\nwant the recent index and no sort", text)
-		}
-	}
-}
-
-// The items at the loop cap are read through the recent writes' index,
-// not by reading every counter the tenant keeps (the planner told to
-// prefer an index, as it will once the counters are many).
-func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	schema, admin, _ := migrated(t, 0)
-	q := newQueries(pgx.Identifier{schema}.Sanitize())
 	tx, err := admin.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -246,20 +206,45 @@ func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, `EXPLAIN `+q.atCap, "acme", groupT0, 20, 50)
+	rows, err := tx.Query(ctx, `EXPLAIN `+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
+	defer rows.Close()
+	var lines []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, line)
+		lines = append(lines, line)
 	}
-	rows.Close()
-	if text := strings.Join(plan, "\n"); !strings.Contains(text, "writes_recent") || !strings.Contains(text, "Index Cond") {
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A follower's latest dead letters are read through their index, newest
+// first, with no sort of the whole backlog.
+func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
+	t.Parallel()
+	schema, admin, _ := migrated(t, 0)
+	q := newQueries(pgx.Identifier{schema}.Sanitize())
+	for _, sql := range []string{q.tracker.recentDeadLetters, q.log.recentDeadLetters} {
+		if text := plan(t, admin, sql, "acme", "ops", "f", 50); !strings.Contains(text, "dead_letters_recent") || strings.Contains(text, "Sort") {
+			t.Fatalf("plan:\n%s\nwant the recent index and no sort", text)
+		}
+	}
+}
+
+// The items at the loop cap are read through the recent writes' index,
+// not by reading every counter the tenant keeps.
+func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
+	t.Parallel()
+	schema, admin, _ := migrated(t, 0)
+	q := newQueries(pgx.Identifier{schema}.Sanitize())
+	if text := plan(t, admin, q.atCap, "acme", groupT0, 20, 50); !strings.Contains(text, "writes_recent") || !strings.Contains(text, "Index Cond") {
 		t.Fatalf("plan:\n%s\nwant the recent writes' index, its condition on the last write", text)
 	}
 }

@@ -340,21 +340,28 @@ func TestTheWALStaysBoundedUnderFilings(t *testing.T) {
 	}
 }
 
-// The items at the loop cap are read through the recent writes' index:
-// the writes within the window, not every write the tenant's items keep.
-func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
-	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
-	rows, err := l.d.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+atCap, "acme", int64(0), 20, 50)
+// plan answers SQLite's query plan of query with args, its steps joined.
+func plan(t *testing.T, l *Ledger, query string, args ...any) string {
+	t.Helper()
+	rows, err := l.d.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+query, args...)
 	must(t, err)
-	var plan []string
+	defer rows.Close()
+	var steps []string
 	for rows.Next() {
 		var id, parent, unused int
 		var detail string
 		must(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
+		steps = append(steps, detail)
 	}
-	must(t, rows.Close())
-	if all := strings.Join(plan, "; "); !strings.Contains(all, "INDEX relayr_tracker_writes_recent (tenant=? AND at>?)") {
+	must(t, rows.Err())
+	return strings.Join(steps, "; ")
+}
+
+// The items at the loop cap are read through the recent writes' index:
+// the writes within the window, not every write the tenant's items keep.
+func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
+	if all := plan(t, l, atCap, "acme", int64(0), 20, 50); !strings.Contains(all, "INDEX relayr_tracker_writes_recent (tenant=? AND at>?)") {
 		t.Fatalf("plan %q, want the recent writes' index on tenant and time", all)
 	}
 }
@@ -364,18 +371,7 @@ func TestItemsAtTheCapReadTheRecentWrites(t *testing.T) {
 func TestRecentDeadLettersReadTheirIndex(t *testing.T) {
 	l := open(t, filepath.Join(t.TempDir(), "relayr.db"))
 	for _, q := range []followerQueries{trackerQueries, logQueries} {
-		rows, err := l.d.r.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q.recentDeadLetters, "acme", "ops", "f", 50)
-		must(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			must(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		must(t, rows.Close())
-		all := strings.Join(plan, "; ")
-		if !strings.Contains(all, "dead_letters_recent") || strings.Contains(all, "TEMP B-TREE") {
+		if all := plan(t, l, q.recentDeadLetters, "acme", "ops", "f", 50); !strings.Contains(all, "dead_letters_recent") || strings.Contains(all, "TEMP B-TREE") {
 			t.Fatalf("plan %q, want the recent index and no sort", all)
 		}
 	}
