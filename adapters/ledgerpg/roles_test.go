@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,28 @@ func TestTheReadmesGrantsRunAReplicaThatCannotRewriteTheMigrations(t *testing.T)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" {
 		t.Fatalf("the replica's role deleting the migrations' rows: %v, want insufficient_privilege", err)
+	}
+}
+
+// A schema whose migrations another build named (or a newer relayr's) is
+// refused, naming the migration, with nothing applied on top of it.
+func TestMigrateRefusesASchemaMigratedByAnotherBuild(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, change, want string }{
+		{"renamed", `UPDATE %s SET name = 'someone_elses' WHERE version = 2`, "applied 002_someone_elses where this relayr has 002_"},
+		{"newer", `INSERT INTO %s (version, name) VALUES (99, 'a_newer_relayrs')`, "has migration 099_a_newer_relayrs, newer than this relayr's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			schema, admin, all := migrated(t, 0)
+			if _, err := admin.Exec(ctx, fmt.Sprintf(c.change, pgx.Identifier{schema, "relayr_migrations"}.Sanitize())); err != nil {
+				t.Fatal(err)
+			}
+			err := migrateSchema(ctx, admin, schema, all)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("migrating answered %v, want it to say %q", err, c.want)
+			}
+		})
 	}
 }
