@@ -25,10 +25,11 @@ const (
 	// maxGroup is the most writes one transaction carries.
 	maxGroup = 64
 	// groupsInFlight is how many groups may be under way at once, each on
-	// a connection of its own: one commits while the next runs. Two,
-	// measured against four and none, and what it costs a host whose CPU
-	// other work saturates: docs/decisions.md.
-	groupsInFlight = 2
+	// a connection of its own: one waits on its commit's flush while the
+	// others run their statements. Three, measured against two, four and
+	// none on a two-core server, and what it costs a host whose CPU other
+	// work saturates: docs/decisions.md.
+	groupsInFlight = 3
 	// writeBound bounds each run of the grouper's writes: a group's round
 	// trip, which runs for several callers so that none of their contexts
 	// may cut it short, and a write alone, which holds one of the
@@ -168,7 +169,7 @@ func (g *grouper) commitNext() {
 
 // handOn ends a group: it hands the lead to the first queued write that
 // does not lead, or counts one group fewer under way. Each write leads at
-// most once: two groups may end while the same writes wait, and a write
+// most once: several groups may end while the same writes wait, and a write
 // that leads its own group is not handed one.
 func (g *grouper) handOn() {
 	g.mu.Lock()
@@ -346,7 +347,7 @@ type spentBound struct {
 }
 
 // together runs the writes in one transaction and one round trip, in the
-// order of their keys, so that two groups under way at once lock rows in
+// order of their keys, so that groups under way at once lock rows in
 // one order. It answers each write's own outcome (nil, pgx.ErrNoRows, or a
 // row that did not scan), and the failure of the group: the server's error
 // when it refused a statement or the commit (refused tells whether the

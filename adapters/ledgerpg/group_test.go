@@ -24,7 +24,7 @@ var groupT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 // holdGroups makes the grouper behave as if groupsInFlight groups were
 // under way, so that the writes sent next queue; release ends the pretence
 // by committing what queued as the first of those groups would, then
-// giving back the second's place.
+// giving back the others' places.
 func holdGroups(t *testing.T, g *grouper) (waitQueued func(n int), release func()) {
 	t.Helper()
 	g.mu.Lock()
@@ -44,7 +44,7 @@ func holdGroups(t *testing.T, g *grouper) (waitQueued func(n int), release func(
 	release = func() {
 		g.commitNext()
 		g.mu.Lock()
-		g.inFlight--
+		g.inFlight -= groupsInFlight - 1
 		g.mu.Unlock()
 	}
 	return waitQueued, release
@@ -89,7 +89,7 @@ func inOneGroup(t *testing.T, g *grouper, n int, write func(i int) error, end fu
 func endAtOnce(release func()) { release() }
 
 // TestWritesThatArriveTogetherShareOneTransaction queues a filing's claims
-// and then its records while two groups are under way, and checks that
+// and then its records while every group place is taken, and checks that
 // each caller is answered its own row, from one group each time.
 func TestWritesThatArriveTogetherShareOneTransaction(t *testing.T) {
 	for _, mode := range pgtest.Modes {
@@ -284,7 +284,9 @@ func TestAWriteHandedTheLeadHandsItOnWhenItsCallerGaveUp(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatalf("the second write answered %v, want it run", err)
 	}
-	g.handOn() // the other group held ends
+	for range groupsInFlight - 1 {
+		g.handOn() // the other groups held end
+	}
 	g.mu.Lock()
 	inFlight, queued := g.inFlight, len(g.queue)
 	g.mu.Unlock()
@@ -393,18 +395,20 @@ func TestManyFilersAreEachAnsweredOnce(t *testing.T) {
 	}
 }
 
-// TestTwoGroupsEndingHandTheLeadOnce ends two groups while one write waits:
-// the first hands it the lead, the second counts itself out, and the write
-// then leads its own group to the end. A second lead handed to the same
-// write would block the second group's end for good.
-func TestTwoGroupsEndingHandTheLeadOnce(t *testing.T) {
+// TestGroupsEndingTogetherHandTheLeadOnce ends every group under way while
+// one write waits: the first hands it the lead, the others count
+// themselves out, and the write then leads its own group to the end. A
+// second lead handed to the same write would block that group's end for
+// good.
+func TestGroupsEndingTogetherHandTheLeadOnce(t *testing.T) {
 	l := newTestLedger(t, false)
 	g := l.d.group
 	waitQueued, _ := holdGroups(t, g)
 	done := claimLater(t.Context(), l, 1)
 	waitQueued(1)
-	g.handOn()
-	g.handOn()
+	for range groupsInFlight {
+		g.handOn()
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -428,6 +432,9 @@ func TestAWriteHandedTheLeadAndAnsweredByAnotherGroupStillLeads(t *testing.T) {
 		waitQueued(1)
 		g.handOn()     // the first group ends: the write is handed the lead
 		g.commitNext() // the second takes the write, answers it, and ends
+		for range groupsInFlight - 2 {
+			g.handOn() // the others held end with nothing queued
+		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +492,7 @@ func TestAGroupThatPanicsLeavesTheGrouperWorking(t *testing.T) {
 				t.Errorf("the leader recovered %v, want the scan's panic", r)
 			}
 			g.mu.Lock()
-			g.inFlight-- // the second group held, which release would have ended
+			g.inFlight -= groupsInFlight - 1 // the other groups held, which release would have ended
 			g.mu.Unlock()
 		}()
 		release()

@@ -21,8 +21,8 @@
 //
 // Claim and Record are one statement and one round trip each (an upsert or
 // update with RETURNING), so a filing costs about what two bare durable
-// commits cost. The claims and records that arrive while two groups of
-// them are under way share one transaction and one round trip (group
+// commits cost. The claims and records that arrive while three groups
+// of them are under way share one transaction and one round trip (group
 // commit), in the order of their keys; a write alone runs at once, as
 // before, and a group the server refuses any part of runs again a write
 // at a time. CountWrite locks the item's counter row, so the cap holds
