@@ -545,7 +545,7 @@ func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID str
 func (d *driver) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
 	r := ledger.SnapshotRow{Tenant: tenant, Workspace: workspace, ItemID: itemID}
 	var updatedAt, commentsUntil pgtype.Timestamptz
-	err := d.row(ctx, d.pool, tenant, d.q.snapshot, []any{tenant, workspace, itemID}, &r.Item, &updatedAt, &commentsUntil)
+	err := d.row(ctx, d.pool, tenant, d.q.snapshot, []any{tenant, workspace, itemID}, &r.Item, &updatedAt, &commentsUntil, &r.Removed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.SnapshotRow{}, ledger.ErrNotFound
 	}
@@ -573,11 +573,12 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 			workspaces, items := make([]string, len(rs)), make([]string, len(rs))
 			bodies := make([][]byte, len(rs))
 			updated, comments := make([]pgtype.Timestamptz, len(rs)), make([]pgtype.Timestamptz, len(rs))
+			removed := make([]bool, len(rs))
 			for j, r := range rs {
 				workspaces[j], items[j], bodies[j] = r.Workspace, r.ItemID, nonEmpty(r.Item)
-				updated[j], comments[j] = ts(r.UpdatedAt), ts(r.CommentsUntil)
+				updated[j], comments[j], removed[j] = ts(r.UpdatedAt), ts(r.CommentsUntil), r.Removed
 			}
-			err := d.query(ctx, tx, tenant, d.q.saveSnapshots, []any{tenant, workspaces, items, bodies, updated, comments},
+			err := d.query(ctx, tx, tenant, d.q.saveSnapshots, []any{tenant, workspaces, items, bodies, updated, comments, removed},
 				func(pgx.Rows) error { return nil })
 			if err != nil {
 				return err

@@ -76,17 +76,18 @@ func newQueries(schema string) queries {
 		uncountWrite: s(`UPDATE {s}.relayr_tracker_writes
 			SET ats = ats[:array_position(ats, $4::timestamptz) - 1] || ats[array_position(ats, $4::timestamptz) + 1:]
 			WHERE tenant = $1 AND workspace = $2 AND item_id = $3 AND $4::timestamptz = ANY (ats)`),
-		snapshot: s(`SELECT item, updated_at, comments_until FROM {s}.relayr_tracker_snapshots
+		snapshot: s(`SELECT item, updated_at, comments_until, removed FROM {s}.relayr_tracker_snapshots
 			WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
-		saveSnapshots: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until)
-			SELECT $1, r.workspace, r.item_id, r.item, r.updated_at, r.comments_until
-			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[])
-				AS r (workspace, item_id, item, updated_at, comments_until)
+		saveSnapshots: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
+			SELECT $1, r.workspace, r.item_id, r.item, r.updated_at, r.comments_until, r.removed
+			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::timestamptz[], $6::timestamptz[], $7::boolean[])
+				AS r (workspace, item_id, item, updated_at, comments_until, removed)
 			ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
-				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until`),
+				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until,
+				removed = excluded.removed`),
 		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
-			WHERE tenant = $1 AND workspace = $2 AND item_id > $3 ORDER BY item_id LIMIT $4`),
+			WHERE tenant = $1 AND workspace = $2 AND item_id > $3 AND NOT removed ORDER BY item_id LIMIT $4`),
 		// A beat upserts the holder's row, forgets the rows that lapsed,
 		// and reads the live ones, in one statement.
 		// $4 is Now less KeepLapsed: rows lapsed before it are forgotten.

@@ -76,7 +76,7 @@ func TestAWriteThatLosesTheBatchsTransactionLeavesTheOthersUnavailable(t *testin
 	}
 	var c1, c3 ledger.Claim
 	tooBig := &op{ctx: ctx, err: make(chan error, 1), fn: func(x on) error {
-		_, err := x.exec(saveSnapshot, "acme", "ops", "7", []byte(strings.Repeat("z", 4<<20)), nil, nil)
+		_, err := x.exec(saveSnapshot, "acme", "ops", "7", []byte(strings.Repeat("z", 4<<20)), nil, nil, 0)
 		return err
 	}}
 	batch := []*op{takeOp(ctx, key("k1"), &c1), tooBig, takeOp(ctx, key("k3"), &c3)}

@@ -496,11 +496,12 @@ func (d *driver) ForgetWrites(ctx context.Context, tenant, workspace, itemID str
 func (d *driver) Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error) {
 	row := ledger.SnapshotRow{Tenant: tenant, Workspace: workspace, ItemID: itemID}
 	var updatedAt, commentsUntil sql.NullInt64
-	err := d.read(ctx).row(snapshot, tenant, workspace, itemID).Scan(&row.Item, &updatedAt, &commentsUntil)
+	var removed int64
+	err := d.read(ctx).row(snapshot, tenant, workspace, itemID).Scan(&row.Item, &updatedAt, &commentsUntil, &removed)
 	if err != nil {
 		return ledger.SnapshotRow{}, notFound(err)
 	}
-	row.UpdatedAt, row.CommentsUntil = fromNanos(updatedAt), fromNanos(commentsUntil)
+	row.UpdatedAt, row.CommentsUntil, row.Removed = fromNanos(updatedAt), fromNanos(commentsUntil), removed != 0
 	return row, nil
 }
 
@@ -512,7 +513,7 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 			if item == nil {
 				item = []byte{}
 			}
-			if _, err := x.exec(saveSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil)); err != nil {
+			if _, err := x.exec(saveSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil), boolInt(r.Removed)); err != nil {
 				return err
 			}
 		}

@@ -76,16 +76,18 @@ const (
 
 // The tracker followers' snapshots.
 const (
-	snapshot = `SELECT item, updated_at, comments_until FROM relayr_tracker_snapshots
+	snapshot = `SELECT item, updated_at, comments_until, removed FROM relayr_tracker_snapshots
 		WHERE tenant = ? AND workspace = ? AND item_id = ?`
-	saveSnapshot = `INSERT INTO relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until)
-		VALUES (?, ?, ?, ?, ?, ?)
+	saveSnapshot = `INSERT INTO relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
-			item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until`
+			item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until,
+			removed = excluded.removed`
 	deleteSnapshot = `DELETE FROM relayr_tracker_snapshots WHERE tenant = ? AND workspace = ? AND item_id = ?`
-	// A page of ids after the third argument, in byte order (BINARY).
+	// A page of ids after the third argument, in byte order (BINARY),
+	// tombstones left out.
 	snapshotIDs = `SELECT item_id FROM relayr_tracker_snapshots
-		WHERE tenant = ? AND workspace = ? AND item_id > ? ORDER BY item_id LIMIT ?`
+		WHERE tenant = ? AND workspace = ? AND item_id > ? AND removed = 0 ORDER BY item_id LIMIT ?`
 )
 
 // The event log: each id once per workspace, sequences from 1.

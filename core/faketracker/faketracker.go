@@ -618,6 +618,21 @@ func (t *Tracker) Archive(id string) error {
 	return nil
 }
 
+// Unarchive brings an archived item back as a person would: listed
+// again, its updated_at moved (Plane's unarchive saves the item).
+func (t *Tracker) Unarchive(id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it, err := t.live(id)
+	if err != nil {
+		return err
+	}
+	it.Archived = false
+	it.UpdatedBy = "person"
+	it.UpdatedAt = t.now()
+	return nil
+}
+
 // Person is the fake's person, for the contract suite.
 func (t *Tracker) Person() Person { return Person{t} }
 

@@ -52,7 +52,8 @@ type CommentData struct {
 // always set; the rest belongs to one type:
 //
 //   - tracker:item_created: Title, Description, State, Labels (the item as
-//     read);
+//     read), and Restored when the item is listed again after its
+//     tracker:item_removed (an item unarchived on Plane);
 //   - tracker:item_changed: Field, Old and New (canonical JSON, as the
 //     ledger records values) and Actor ("" when unknown);
 //   - tracker:item_commented: Comment;
@@ -67,6 +68,7 @@ type Data struct {
 	Description string        `json:"description,omitempty"`
 	State       tracker.State `json:"state,omitempty"`
 	Labels      []string      `json:"labels,omitempty"`
+	Restored    bool          `json:"restored,omitempty"`
 
 	Field string          `json:"field,omitempty"`
 	Old   json.RawMessage `json:"old,omitempty"`
@@ -126,6 +128,13 @@ func (s Scope) CreatedID(itemID string) string {
 	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "created")
 }
 
+// RestoredID derives the id of the tracker:item_created of an item listed
+// again after its removal, from the version its removal was published
+// from (RemovedID's): each return after a removal is published once.
+func (s Scope) RestoredID(itemID string, removed time.Time) string {
+	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "restored", stamp(removed))
+}
+
 // RemovedID derives a tracker:item_removed id from the last version read.
 func (s Scope) RemovedID(itemID string, updatedAt time.Time) string {
 	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, "removed", stamp(updatedAt))
@@ -155,6 +164,15 @@ func (s Scope) event(typ, id, correlation string, d Data, at time.Time) eventlog
 func (s Scope) created(it tracker.Item, key, correlation string, at time.Time) eventlog.Event {
 	return s.event(TypeItemCreated, s.CreatedID(it.Ref.ID), correlation, Data{
 		Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels,
+	}, at)
+}
+
+// restored is the creation of an item listed again after its removal,
+// which was published from the version removed.
+func (s Scope) restored(it tracker.Item, removed time.Time, key, correlation string, at time.Time) eventlog.Event {
+	return s.event(TypeItemCreated, s.RestoredID(it.Ref.ID, removed), correlation, Data{
+		Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels,
+		Restored: true,
 	}, at)
 }
 

@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -571,6 +572,13 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	case !errors.Is(err, ledger.ErrNotFound):
 		return nil, nil, err
 	}
+	// A tombstone is the snapshot of an item published as removed, not
+	// known deleted (archived on Plane): listed again, it is published as
+	// created again, its comments read before still read (docs/decisions.md).
+	var tomb *snapshot
+	if snap != nil && srow.Removed {
+		tomb, snap = snap, nil
+	}
 	if snap != nil && it.UpdatedAt.Before(snap.Item.UpdatedAt) {
 		// An older version than the one read before: a page read while the
 		// item moved (Plane's offset pages) answers it late. Diffing it
@@ -587,7 +595,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	it.Ref.Key = key
 	// Seeding is silent: a new binding's first read snapshots every item
 	// and publishes nothing, unless the binding names a since.
-	seeding := snap == nil && r.sweep != nil && r.sweep.first
+	seeding := snap == nil && tomb == nil && r.sweep != nil && r.sweep.first
 	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
 	// A comment in the same second as the item's last change doesn't move
 	// it on a tracker that keeps time to the second; until a read comes
@@ -606,8 +614,8 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		comments = it.Comments
 	} else if (moved || unsettled) && !seeding {
 		since := time.Time{}
-		if snap != nil {
-			since = snap.CommentsUntil
+		if prev := cmp.Or(snap, tomb); prev != nil {
+			since = prev.CommentsUntil
 		}
 		err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
 			var err error
@@ -651,7 +659,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 				changed = append(changed, field)
 			}
 		}
-		if row != nil && row.Recorded && !seeding && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
+		if row != nil && row.Recorded && !seeding && tomb == nil && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
 			// An item relayr filed that a person changed before any read
 			// of it: what relayr recorded is what the item held before
 			// (docs/decisions.md). The change is from the record, so a
@@ -669,6 +677,11 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		switch {
 		case seeding && (since.IsZero() || it.UpdatedAt.Before(since)):
 			// Seeded silently; its comments until its last change are old.
+		case tomb != nil:
+			// Listed again after its removal, relayr's item or a person's:
+			// the item as it is now, once for each removal.
+			events = append(events, r.scope.restored(it, tomb.Item.UpdatedAt, key, correlation, now))
+			next.CommentsUntil, next.SeenAt, next.Through = tomb.CommentsUntil, slices.Clone(tomb.SeenAt), tomb.Through
 		case row != nil:
 			// An item whose key relayr claimed isn't published as
 			// created: it is relayr's creation.
@@ -720,7 +733,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		}
 	}
 	for _, c := range comments {
-		if snap != nil && !snap.isNew(c) {
+		if prev := cmp.Or(snap, tomb); prev != nil && !prev.isNew(c) {
 			continue
 		}
 		next.saw(c)

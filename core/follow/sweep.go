@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/relayr-go/relayr/core/ledger"
@@ -52,7 +53,7 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 // (another project's, or one already removed) is left alone (lastRead).
 func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	fs := r.f.fs
-	last, known, err := r.lastRead(ctx, id, reported)
+	last, srow, known, err := r.lastRead(ctx, id, reported)
 	if err != nil || !known {
 		return err
 	}
@@ -121,7 +122,15 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	if err := r.publish(ctx, r.scope.removed(last, key, deleted, correlation, fs.clock.Now())); err != nil {
 		return err
 	}
-	if err := fs.ledger.DeleteSnapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id); err != nil {
+	// An item not known deleted (archived on Plane, or gone with no way to
+	// tell) keeps a tombstone of its last read, so that, listed again, it
+	// is published as created again (docs/decisions.md); a deleted one is
+	// forgotten.
+	if deleted == nil || !*deleted {
+		if err := fs.ledger.SaveSnapshots(ctx, []ledger.SnapshotRow{r.tombstone(srow, last)}); err != nil {
+			return err
+		}
+	} else if err := fs.ledger.DeleteSnapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id); err != nil {
 		return err
 	}
 	// An item the sweep removes forgets its writes, and so its count under
@@ -134,29 +143,49 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 // deleted that no poll has read yet (filed by relayr moments before), the
 // item its claim recorded. An item with neither, or whose key is already
 // marked deleted, is not the binding's to remove.
-func (r *reader) lastRead(ctx context.Context, id string, reported bool) (tracker.Item, bool, error) {
+func (r *reader) lastRead(ctx context.Context, id string, reported bool) (tracker.Item, *ledger.SnapshotRow, bool, error) {
 	l := r.f.fs.ledger
 	srow, err := l.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
 	switch {
+	case err == nil && srow.Removed:
+		// Removed before: a tombstone is known only as a deletion reported.
+		if !reported {
+			return tracker.Item{}, nil, false, nil
+		}
 	case err == nil:
 		last := tracker.Item{Ref: tracker.ItemRef{ID: id}, UpdatedAt: srow.UpdatedAt}
 		if snap, err := decodeSnapshot(srow); err == nil {
 			last = snap.Item
 		}
-		return last, true, nil
+		return last, &srow, true, nil
 	case !errors.Is(err, ledger.ErrNotFound):
-		return tracker.Item{}, false, err
+		return tracker.Item{}, nil, false, err
 	case !reported:
-		return tracker.Item{}, false, nil
+		return tracker.Item{}, nil, false, nil
 	}
 	row, err := l.LookupItem(ctx, r.f.b.Tenant, r.f.b.Workspace, id)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return tracker.Item{}, false, nil
+		return tracker.Item{}, nil, false, nil
 	case err != nil:
-		return tracker.Item{}, false, err
+		return tracker.Item{}, nil, false, err
 	case row.Deleted || !row.Recorded:
-		return tracker.Item{}, false, nil
+		return tracker.Item{}, nil, false, nil
 	}
-	return tracker.Item{Ref: row.Ref}, true, nil
+	return tracker.Item{Ref: row.Ref}, nil, true, nil
+}
+
+// tombstone is the snapshot kept of a removed item: its last snapshot,
+// or for an item no poll had read, its item as last known.
+func (r *reader) tombstone(srow *ledger.SnapshotRow, last tracker.Item) ledger.SnapshotRow {
+	if srow != nil {
+		t := *srow
+		t.Removed = true
+		return t
+	}
+	raw, _ := json.Marshal(snapshot{Item: last}) // a tracker.Item always encodes
+	return ledger.SnapshotRow{
+		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: last.Ref.ID,
+		Item: raw, UpdatedAt: last.UpdatedAt, Removed: true,
+	}
 }

@@ -57,6 +57,8 @@ func TestTrackerFollower(t *testing.T) {
 		{"AChangeReadAgainAfterTheItemMovedIsNotPublishedTwice", changeReadAgainAfterMove},
 		{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
 		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
+		{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikePlane", func(t *testing.T) { listedAgain(t, faketracker.LikePlane) }},
+		{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikeVikunja", func(t *testing.T) { listedAgain(t, faketracker.LikeVikunja) }},
 		{"AnIdleBudgetSweepsEveryMinuteSoADeletionIsFoundWithinTwo", idleSweeps},
 		{"ABusyBudgetSweepsOnlyWhenTheDayIsUp", busySweeps},
 		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
@@ -600,11 +602,97 @@ func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
 	if _, err := e.mem.CountWrite(ctx, ledger.WriteParams{Tenant: tenant, Workspace: workspace, ItemID: deleted.Ref.ID, Now: time.Now(), Window: time.Hour * 48, Limit: 1}); err != nil {
 		t.Fatalf("the removed item's writes are still counted: %v", err)
 	}
-	if _, err := e.mem.Snapshot(ctx, tenant, workspace, pDeleted.Ref.ID); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("a removed item's snapshot: %v, want it forgotten", err)
+	if _, err := e.mem.Snapshot(ctx, tenant, workspace, deleted.Ref.ID); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a deleted item's snapshot: %v, want it forgotten", err)
+	}
+	// One not known deleted leaves a tombstone, which no sweep lists.
+	if s, err := e.mem.Snapshot(ctx, tenant, workspace, pDeleted.Ref.ID); err != nil || !s.Removed {
+		t.Fatalf("a removed item's snapshot: %+v, %v, want a tombstone", s, err)
 	}
 	e.after(follow.DefaultSweepEvery)
 	e.wantEvents(4)
+}
+
+// listedAgain archives relayr's item and a person's, lets the sweep
+// publish their removals, then unarchives them: each is published as
+// created again, once, with the comment made while it was archived and
+// not the one read before; archived and unarchived again, once more.
+func listedAgain(t *testing.T, flavour faketracker.Flavour) {
+	e := newEnv(t, withFlavour(flavour))
+	mine := e.ensure("mine", tracker.Draft{Title: "M"})
+	theirs := e.person("P")
+	e.start()
+	if err := e.fake.PersonComment(ctx, theirs.Ref.ID, "before"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(1) // the comment
+	ids := []string{mine.Ref.ID, theirs.Ref.ID}
+	for round := 1; round <= 2; round++ {
+		for _, id := range ids {
+			if err := e.fake.Archive(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.after(follow.DefaultSweepEvery)
+		base := 1 + (round-1)*5
+		evs := e.wantEvents(base + 2)
+		for _, ev := range evs[base:] {
+			if ev.Type != follow.TypeItemRemoved {
+				t.Fatalf("round %d: %s %s, want the removal", round, ev.Type, ev.Data)
+			}
+		}
+		if round == 1 {
+			if err := e.fake.PersonComment(ctx, theirs.Ref.ID, "while archived"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.after(time.Second)
+		for _, id := range ids {
+			if err := e.fake.Unarchive(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.poll()
+		e.poll()
+		evs = e.events()
+		var created []follow.Data
+		commented := 0
+		for _, ev := range evs[base+2:] {
+			d := e.data(ev)
+			switch {
+			case ev.Type == follow.TypeItemCreated:
+				created = append(created, d)
+			case ev.Type == follow.TypeItemCommented && d.Comment.Body == "while archived":
+				commented++
+			default:
+				t.Fatalf("round %d: %s %s", round, ev.Type, ev.Data)
+			}
+		}
+		wantCommented := 0
+		if round == 1 {
+			wantCommented = 1
+		}
+		if len(created) != 2 || commented != wantCommented {
+			t.Fatalf("round %d: %d created and %d comments published, want 2 and %d", round, len(created), commented, wantCommented)
+		}
+		for _, d := range created {
+			if !d.Restored || (d.Item.ID == mine.Ref.ID && d.Item.Key != "mine") {
+				t.Fatalf("round %d: created %+v, want it restored, with its key", round, d)
+			}
+		}
+		if len(evs) != base+2+2+wantCommented {
+			t.Fatalf("round %d: %d events", round, len(evs))
+		}
+		// Listed again, each has its snapshot back, which the sweep lists.
+		for _, id := range ids {
+			if s, err := e.mem.Snapshot(ctx, tenant, workspace, id); err != nil || s.Removed {
+				t.Fatalf("round %d: %s's snapshot %+v, %v, want a live one", round, id, s, err)
+			}
+		}
+		e.after(follow.DefaultSweepEvery)
+		e.wantEvents(len(evs))
+	}
 }
 
 func vikunjaStates(t *testing.T) {

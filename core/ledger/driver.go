@@ -97,7 +97,8 @@ type SnapshotDriver interface {
 	// DeleteSnapshot forgets an item's snapshot.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error
 	// SnapshotIDs answers up to limit item ids of a workspace's snapshots
-	// after after ("" is before every id), in byte order.
+	// after after ("" is before every id), in byte order, tombstones
+	// (SnapshotRow.Removed) left out.
 	SnapshotIDs(ctx context.Context, tenant, workspace, after string, limit int) ([]string, error)
 }
 

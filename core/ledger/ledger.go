@@ -153,6 +153,11 @@ type SnapshotRow struct {
 	UpdatedAt time.Time
 	// CommentsUntil is the creation time of the newest comment seen.
 	CommentsUntil time.Time
+	// Removed marks a tombstone: the snapshot of an item the followers
+	// published as removed without knowing it deleted (archived on Plane,
+	// or gone with no way to tell), kept so that an item listed again is
+	// told from a new one. SnapshotIDs lists no tombstone.
+	Removed bool
 }
 
 // FollowerKind tells the two kinds of follower apart.
@@ -328,11 +333,12 @@ type Snapshots interface {
 	Snapshot(ctx context.Context, tenant, workspace, itemID string) (SnapshotRow, error)
 	// SaveSnapshots writes snapshots, replacing earlier ones, atomically.
 	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
-	// DeleteSnapshot forgets an item's snapshot (a removed item).
+	// DeleteSnapshot forgets an item's snapshot (a deleted item), its
+	// tombstone included.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error
-	// SnapshotIDs lists the ids of every snapshot in a workspace, in byte
-	// order, calling fn for each; fn returning false stops the walk. fn may
-	// call the ledger.
+	// SnapshotIDs lists the ids of every snapshot in a workspace but the
+	// tombstones (SnapshotRow.Removed), in byte order, calling fn for
+	// each; fn returning false stops the walk. fn may call the ledger.
 	SnapshotIDs(ctx context.Context, tenant, workspace string, fn func(itemID string) bool) error
 }
 

@@ -36,6 +36,8 @@ func (s session) known(ctx context.Context, row ledger.Claim) (tracker.Item, err
 	it := tracker.Item{Ref: row.Ref}
 	snap, err := s.w.ledger.Snapshot(ctx, row.Tenant, row.Workspace, row.Ref.ID)
 	switch {
+	case err == nil && snap.Removed:
+		// A removed item's tombstone is no read of it as it is.
 	case err == nil:
 		if read, derr := ledger.SnapshotItem(snap); derr == nil {
 			it = read

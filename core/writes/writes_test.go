@@ -2,6 +2,7 @@ package writes_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -279,6 +280,28 @@ func TestEnsureItem(t *testing.T) {
 		}
 		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
 			t.Fatalf("a live answer made %v, want one read", c)
+		}
+	})
+
+	t.Run("ARetriedFilingIsNotAnsweredFromARemovedItemsTombstone", func(t *testing.T) {
+		e := newEnv(t, faketracker.LikePlane)
+		filed := e.mustEnsure("k", tracker.Draft{Title: "Disk full"})
+		read := filed.Item
+		read.UpdatedBy = "the followers' last read"
+		raw, err := json.Marshal(map[string]tracker.Item{"item": read})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := ledger.SnapshotRow{Tenant: "acme", Workspace: "ops", ItemID: read.Ref.ID, Item: raw, UpdatedAt: read.UpdatedAt}
+		for _, removed := range []bool{false, true} {
+			snap.Removed = removed
+			if err := e.ledger.SaveSnapshots(context.Background(), []ledger.SnapshotRow{snap}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.mustEnsure("k", tracker.Draft{Title: "Disk full"})
+			if got := r.Item.UpdatedBy == read.UpdatedBy; got == removed || r.Item.Title != "Disk full" {
+				t.Fatalf("removed %v: answered %+v", removed, r.Item)
+			}
 		}
 	})
 

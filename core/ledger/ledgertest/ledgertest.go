@@ -156,7 +156,8 @@ func snap(ws, id string, n int) ledger.SnapshotRow {
 
 func sameSnapshot(a, b ledger.SnapshotRow) bool {
 	return a.Tenant == b.Tenant && a.Workspace == b.Workspace && a.ItemID == b.ItemID &&
-		string(a.Item) == string(b.Item) && a.UpdatedAt.Equal(b.UpdatedAt) && a.CommentsUntil.Equal(b.CommentsUntil)
+		string(a.Item) == string(b.Item) && a.UpdatedAt.Equal(b.UpdatedAt) && a.CommentsUntil.Equal(b.CommentsUntil) &&
+		a.Removed == b.Removed
 }
 
 // Followers and their dead letters.

@@ -15,6 +15,7 @@ var snapshotCases = []testCase{
 	{"SnapshotIsSavedAndRead", snapshotSaved},
 	{"SnapshotIsReplaced", snapshotReplaced},
 	{"SnapshotIsDeleted", snapshotDeleted},
+	{"ATombstoneIsReadButNotListed", snapshotTombstone},
 	{"SnapshotIDsListsAWorkspaceInByteOrder", snapshotIDsInOrder},
 	{"SnapshotIDsWalksALargeWorkspaceAndLetsFnCallTheLedger", snapshotIDsLarge},
 }
@@ -54,6 +55,43 @@ func snapshotDeleted(t *testing.T, l ledger.Ledger) {
 	_, err = l.Snapshot(t.Context(), "acme", "ops", "item-2")
 	mustNil(t, err)
 	mustNil(t, l.DeleteSnapshot(t.Context(), "acme", "ops", "item-1"))
+}
+
+// snapshotTombstone keeps a removed item's snapshot as a tombstone: read
+// back as saved, listed by no SnapshotIDs, and replaced either way by a
+// later save.
+func snapshotTombstone(t *testing.T, l ledger.Ledger) {
+	ctx := t.Context()
+	tomb := snap("ops", "item-1", 1)
+	tomb.Removed = true
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{tomb, snap("ops", "item-2", 2)}))
+	got, err := l.Snapshot(ctx, "acme", "ops", "item-1")
+	mustNil(t, err)
+	if !sameSnapshot(got, tomb) {
+		t.Fatalf("tombstone read back as %+v, want %+v", got, tomb)
+	}
+	if got, want := strings.Join(snapshotIDs(t, l, "ops", 0), ","), "item-2"; got != want {
+		t.Fatalf("ids %s, want %s: a tombstone is not listed", got, want)
+	}
+	// Listed again: a live snapshot replaces the tombstone.
+	back := snap("ops", "item-1", 3)
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{back}))
+	if got, err = l.Snapshot(ctx, "acme", "ops", "item-1"); err != nil || !sameSnapshot(got, back) {
+		t.Fatalf("snapshot %+v, %v, want %+v", got, err, back)
+	}
+	if got, want := strings.Join(snapshotIDs(t, l, "ops", 0), ","), "item-1,item-2"; got != want {
+		t.Fatalf("ids %s, want %s", got, want)
+	}
+	// Removed again, then deleted: nothing is left.
+	tomb = snap("ops", "item-1", 4)
+	tomb.Removed = true
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{tomb}))
+	if got, want := strings.Join(snapshotIDs(t, l, "ops", 0), ","), "item-2"; got != want {
+		t.Fatalf("ids %s, want %s", got, want)
+	}
+	mustNil(t, l.DeleteSnapshot(ctx, "acme", "ops", "item-1"))
+	_, err = l.Snapshot(ctx, "acme", "ops", "item-1")
+	mustIs(t, err, ledger.ErrNotFound)
 }
 
 func snapshotIDsInOrder(t *testing.T, l ledger.Ledger) {

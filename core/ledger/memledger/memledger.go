@@ -303,8 +303,8 @@ func (l *driver) SnapshotIDs(_ context.Context, tenant, workspace, after string,
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ids []string
-	for id := range l.snapshots[workspaceKey{tenant, workspace}] {
-		if id > after {
+	for id, r := range l.snapshots[workspaceKey{tenant, workspace}] {
+		if id > after && !r.Removed {
 			ids = append(ids, id)
 		}
 	}
