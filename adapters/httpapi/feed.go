@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -36,7 +37,11 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	workspace := r.PathValue("workspace")
-	q := r.URL.Query()
+	q, err := feedQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid", err.Error(), 0)
+		return
+	}
 	after, err := intParam(q.Get("after"), 0)
 	if err != nil || after < 0 {
 		writeError(w, http.StatusBadRequest, "invalid", "after must be a sequence number (0 or more)", 0)
@@ -166,6 +171,23 @@ func (s *pollSlots) acquire(tok [sha256.Size]byte) (release func(), ok bool) {
 			delete(s.held, tok)
 		}
 	}, true
+}
+
+// feedQuery reads the feed's query strictly: a pair it cannot read (a
+// ';' between two, a bad escape) or a parameter given twice is refused,
+// where url.Values would drop the one or keep the first of the other and
+// answer events the caller did not ask for.
+func feedQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, errors.New("the query is malformed: pairs are joined by '&', and '%' starts an escape")
+	}
+	for _, k := range []string{"after", "limit", "wait"} {
+		if len(q[k]) > 1 {
+			return nil, fmt.Errorf("%s is given %d times", k, len(q[k]))
+		}
+	}
+	return q, nil
 }
 
 func intParam(s string, def int) (int, error) {

@@ -563,7 +563,8 @@ func TestFeed(t *testing.T) {
 	})
 	t.Run("BadParametersAreInvalid", func(t *testing.T) {
 		e := newEnv(t)
-		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "wait=forever", "wait=61s", "wait=-1s"} {
+		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "wait=forever", "wait=61s", "wait=-1s",
+			"after=1;limit=1", "after=1&after=2", "limit=1&limit=2", "wait=1s&wait=2s", "after=%zz"} {
 			want(t, e.do("GET", ws+"/events?"+q, tokenA, nil), 400, "invalid")
 		}
 	})
