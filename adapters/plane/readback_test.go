@@ -10,6 +10,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -121,4 +122,63 @@ func TestRelayrsDescriptionsAreNotPeoplesChanges(t *testing.T) {
 	if n := r.events(t); n != 1 {
 		t.Fatalf("a person's edit published %d events, want 1", n)
 	}
+}
+
+// TestAnItemUnarchivedIsCreatedAgain: over the emulation, relayr's item and
+// a person's are archived, the sweep publishes their removals (Plane reads
+// an archived item by its id as missing; relayr's key finds it archived),
+// and, unarchived, each is published as created again, restored, once.
+func TestAnItemUnarchivedIsCreatedAgain(t *testing.T) {
+	r := newReadBack(t, planeemu.Options{})
+	filed, err := r.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "relayr's"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := r.emu.CreateItem("a person's")
+	r.poll(t) // seeds
+	ids := []string{filed.Item.Ref.ID, theirs}
+	for _, id := range ids {
+		if err := r.emu.Archive(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep := func() {
+		t.Helper()
+		r.clock.Advance(2 * time.Minute) // an idle budget sweeps each minute
+		r.poll(t)
+	}
+	sweep()
+	evs := r.feed(t)
+	if len(evs) != 2 || evs[0].Type != follow.TypeItemRemoved || evs[1].Type != follow.TypeItemRemoved {
+		t.Fatalf("after the sweep: %d events, want the two removals", len(evs))
+	}
+	for _, id := range ids {
+		if err := r.emu.Unarchive(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.poll(t)
+	sweep()
+	evs = r.feed(t)
+	if len(evs) != 4 {
+		t.Fatalf("after the unarchive: %d events, want two more", len(evs))
+	}
+	for _, e := range evs[2:] {
+		d, err := follow.DataOf(e)
+		if err != nil || e.Type != follow.TypeItemCreated || !d.Restored {
+			t.Fatalf("%s %s, want a restored creation", e.Type, e.Data)
+		}
+		if d.Item.ID == filed.Item.Ref.ID && d.Item.Key != "k" {
+			t.Fatalf("relayr's item restored without its key: %+v", d.Item)
+		}
+	}
+}
+
+func (r *readBack) feed(t *testing.T) []eventlog.Event {
+	t.Helper()
+	evs, err := r.store.Read(ctx, "acme", "ops", 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
