@@ -9,6 +9,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -384,15 +386,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads a JSON body strictly: within MaxBody, one object, no unknown
-// fields. It writes the error and answers false when the body is bad.
+// fields, each field named once and in its own case (exactFields). It
+// writes the error and answers false when the body is bad.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.ContentLength > MaxBody {
 		writeError(w, http.StatusRequestEntityTooLarge, string(writes.CodeInvalid), fmt.Sprintf("the body is over %d bytes", MaxBody), 0)
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err == nil {
+		err = exactFields(body, v)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	if err == nil {
+		err = dec.Decode(v)
+	}
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON value")
 	}
@@ -411,6 +420,64 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// exactFields refuses a body object that names a field twice, or in
+// another case than its own: encoding/json matches names without regard
+// to case and keeps the last of two, so {"key":"a","KEY":"b"} would file
+// under "b". A body that is not an object is left to the decoder to refuse.
+func exactFields(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	names := fieldNames(reflect.TypeOf(v))
+	if names == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil // broken JSON: the decoder says where
+		}
+		name, _ := t.(string)
+		switch {
+		case seen[name]:
+			return fmt.Errorf("field %q is given twice", name)
+		case !names[name]:
+			return fmt.Errorf("unknown field %q", name)
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// fieldNames are the JSON names of a request struct's fields (t may point
+// to it), as its tags spell them; nil for any other type.
+func fieldNames(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // writeWriteError answers a write's failure with its code's status, and a
