@@ -121,13 +121,8 @@ func migrateSchemaWaiting(ctx context.Context, pool *pgxpool.Pool, schema string
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("ledgerpg: migrate: %w", mapError(ctx, err))
 	}
-	for v, name := range applied {
-		if v > len(migrations) {
-			return fmt.Errorf("ledgerpg: schema %q has migration %03d_%s, newer than this relayr's", schema, v, name)
-		}
-		if migrations[v-1].Name != name {
-			return fmt.Errorf("ledgerpg: schema %q applied %03d_%s where this relayr has %03d_%s", schema, v, name, v, migrations[v-1].Name)
-		}
+	if err := ledger.CheckApplied(applied, migrations); err != nil {
+		return fmt.Errorf("ledgerpg: schema %q %w", schema, err)
 	}
 	for _, m := range migrations {
 		if _, ok := applied[m.Version]; ok {

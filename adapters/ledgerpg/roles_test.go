@@ -339,7 +339,7 @@ func TestTheReadmesGrantsRunAReplicaThatCannotRewriteTheMigrations(t *testing.T)
 func TestMigrateRefusesASchemaMigratedByAnotherBuild(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, change, want string }{
-		{"renamed", `UPDATE %s SET name = 'someone_elses' WHERE version = 2`, "applied 002_someone_elses where this relayr has 002_"},
+		{"renamed", `UPDATE %s SET name = 'someone_elses' WHERE version = 2`, "applied migration 002_someone_elses where this relayr has 002_"},
 		{"newer", `INSERT INTO %s (version, name) VALUES (99, 'a_newer_relayrs')`, "has migration 099_a_newer_relayrs, newer than this relayr's"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -189,14 +189,13 @@ func (d *driver) migrate(ctx context.Context, migrations []ledger.Migration) err
 	if _, err := tx.ExecContext(ctx, createMigrations); err != nil {
 		return fail("migrate", err)
 	}
-	// Each migration the file holds must be this relayr's of that
-	// version, by name as well: a file another build numbered its own
-	// way is refused before anything is applied on top of it.
+	// What the file applied, checked before anything is applied on top
+	// (ledger.CheckApplied).
 	applied, err := tx.QueryContext(ctx, appliedMigrations)
 	if err != nil {
 		return fail("migrate", err)
 	}
-	current := 0
+	names := map[int]string{}
 	for applied.Next() {
 		var (
 			v    int
@@ -206,19 +205,7 @@ func (d *driver) migrate(ctx context.Context, migrations []ledger.Migration) err
 			_ = applied.Close()
 			return fail("migrate", err)
 		}
-		switch {
-		case v > len(migrations):
-			_ = applied.Close()
-			return fmt.Errorf("ledgersqlite: the file's schema has migration %03d_%s, newer than this relayr's (%d)", v, name, len(migrations))
-		case v < 1 || migrations[v-1].Name != name:
-			_ = applied.Close()
-			want := "none"
-			if v >= 1 {
-				want = fmt.Sprintf("%03d_%s", v, migrations[v-1].Name)
-			}
-			return fmt.Errorf("ledgersqlite: the file applied migration %03d_%s where this relayr has %s", v, name, want)
-		}
-		current = max(current, v)
+		names[v] = name
 	}
 	if err := applied.Err(); err != nil {
 		return fail("migrate", err)
@@ -226,7 +213,13 @@ func (d *driver) migrate(ctx context.Context, migrations []ledger.Migration) err
 	if err := applied.Close(); err != nil {
 		return fail("migrate", err)
 	}
-	for _, m := range migrations[current:] {
+	if err := ledger.CheckApplied(names, migrations); err != nil {
+		return fmt.Errorf("ledgersqlite: the file's schema %w", err)
+	}
+	for _, m := range migrations {
+		if _, ok := names[m.Version]; ok {
+			continue
+		}
 		name := fmt.Sprintf("migration %03d_%s", m.Version, m.Name)
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return fail(name, err)

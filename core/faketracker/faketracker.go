@@ -607,29 +607,25 @@ func (t *Tracker) Delete(_ context.Context, id string) error {
 
 // Archive archives an item: no longer listed, still found by the Plane
 // flavour's lookup.
-func (t *Tracker) Archive(id string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	it, err := t.live(id)
-	if err != nil {
-		return err
-	}
-	it.Archived = true
-	return nil
-}
+func (t *Tracker) Archive(id string) error { return t.archive(id, true) }
 
 // Unarchive brings an archived item back as a person would: listed
 // again, its updated_at moved (Plane's unarchive saves the item).
-func (t *Tracker) Unarchive(id string) error {
+func (t *Tracker) Unarchive(id string) error { return t.archive(id, false) }
+
+// archive sets an item's Archived; bringing it back moves its updated_at.
+func (t *Tracker) archive(id string, archived bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	it, err := t.live(id)
 	if err != nil {
 		return err
 	}
-	it.Archived = false
-	it.UpdatedBy = "person"
-	it.UpdatedAt = t.now()
+	it.Archived = archived
+	if !archived {
+		it.UpdatedBy = "person"
+		it.UpdatedAt = t.now()
+	}
 	return nil
 }
 

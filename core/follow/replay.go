@@ -64,32 +64,31 @@ func (rv *Resolver) Resolve(ctx context.Context, f ledger.Follower, id string, r
 	defer rv.mu.Unlock()
 	// The one dead letter, not the follower's backlog (a tracker outage
 	// can leave 100,000).
-	found, err := rv.Ledger.LookupDeadLetter(ctx, f, id)
+	d, err := rv.Ledger.LookupDeadLetter(ctx, f, id)
 	if err != nil {
 		return ledger.DeadLetter{}, false, err
 	}
-	d := &found
 	if d.Resolution != "" {
-		return *d, false, nil
+		return d, false, nil
 	}
 	if r == ledger.Replayed {
 		var e eventlog.Event
 		if err := json.Unmarshal(d.Event, &e); err != nil || e.ID == "" {
-			return *d, false, ErrUnreadable
+			return d, false, ErrUnreadable
 		}
 		sink, err := rv.Sink(f)
 		if err != nil {
-			return *d, false, err
+			return d, false, err
 		}
 		// Under the event's own id: a subscriber that took it before
 		// takes nothing new, and a second replay publishes nothing new.
 		if err := sink.Publish(ctx, e); err != nil {
-			return *d, false, fmt.Errorf("replaying %s: %w", e.ID, err)
+			return d, false, fmt.Errorf("replaying %s: %w", e.ID, err)
 		}
 	}
 	out, changed, err := rv.Ledger.ResolveDeadLetter(ctx, f, id, r, clk.Now())
 	if err != nil {
-		return *d, false, err
+		return d, false, err
 	}
 	if changed {
 		logger.Info("dead letter resolved", "kind", string(f.Kind), "tenant", f.Tenant, "workspace", f.Workspace,

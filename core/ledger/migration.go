@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -54,4 +56,24 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckApplied refuses a store whose applied migrations (version to name,
+// as its migrations table holds them) are not this relayr's of the same
+// versions: one another build named its own way, or one newer than
+// migrations. Nothing is applied on top of such a history. The lowest
+// such version is named.
+func CheckApplied(applied map[int]string, migrations []Migration) error {
+	for _, v := range slices.Sorted(maps.Keys(applied)) {
+		name := applied[v]
+		switch {
+		case v > len(migrations):
+			return fmt.Errorf("has migration %03d_%s, newer than this relayr's (%d)", v, name, len(migrations))
+		case v < 1:
+			return fmt.Errorf("applied migration %03d_%s where this relayr has none", v, name)
+		case migrations[v-1].Name != name:
+			return fmt.Errorf("applied migration %03d_%s where this relayr has %03d_%s", v, name, v, migrations[v-1].Name)
+		}
+	}
+	return nil
 }

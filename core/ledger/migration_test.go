@@ -34,3 +34,27 @@ func TestLoadMigrations(t *testing.T) {
 		t.Fatalf("%+v %v", ms, err)
 	}
 }
+
+func TestCheckApplied(t *testing.T) {
+	ms := []ledger.Migration{{Version: 1, Name: "a"}, {Version: 2, Name: "b"}}
+	for name, c := range map[string]struct {
+		applied map[int]string
+		want    string
+	}{
+		"ANewerMigrationIsRefused":   {map[int]string{1: "a", 2: "b", 3: "c"}, "has migration 003_c, newer than this relayr's (2)"},
+		"ARenamedMigrationIsRefused": {map[int]string{1: "a", 2: "other"}, "applied migration 002_other where this relayr has 002_b"},
+		"AVersionBelow1IsRefused":    {map[int]string{0: "zero"}, "applied migration 000_zero where this relayr has none"},
+		"TheLowestIsNamed":           {map[int]string{1: "x", 2: "y"}, "applied migration 001_x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := ledger.CheckApplied(c.applied, ms); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want it to say %q", err, c.want)
+			}
+		})
+	}
+	for _, applied := range []map[int]string{nil, {1: "a"}, {1: "a", 2: "b"}} {
+		if err := ledger.CheckApplied(applied, ms); err != nil {
+			t.Fatalf("%v: %v", applied, err)
+		}
+	}
+}
