@@ -13,40 +13,19 @@ import (
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
-// Parallel runs op b.N times over exactly parallelism goroutines, times
-// them, and reports the rate as filings/s (one op is one filing).
-func Parallel(b *testing.B, parallelism int, op func(i int64) error) {
-	b.Helper()
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	b.ResetTimer()
-	for range parallelism {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				if err := op(i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "filings/s")
-}
-
 // Filings benchmarks what one filing costs the ledger: the claim of a new
 // key and the record of what it made (ADR-0033), over parallelism
 // goroutines.
 func Filings(b *testing.B, l ledger.Ledger, parallelism int) {
 	b.Helper()
-	Parallel(b, parallelism, filing(b, l))
+	var next atomic.Int64
+	b.ResetTimer()
+	d, err := phase(parallelism, b.N, filing(b, l), &next)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/d.Seconds(), "filings/s")
 }
 
 // filing is one filing's op: the claim of a new key and its record.
