@@ -162,18 +162,20 @@ func (s Scope) event(typ, id, correlation string, d Data, at time.Time) eventlog
 }
 
 func (s Scope) created(it tracker.Item, key, correlation string, at time.Time) eventlog.Event {
-	return s.event(TypeItemCreated, s.CreatedID(it.Ref.ID), correlation, Data{
-		Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels,
-	}, at)
+	return s.event(TypeItemCreated, s.CreatedID(it.Ref.ID), correlation, s.itemAsRead(it, key), at)
 }
 
 // restored is the creation of an item listed again after its removal,
 // which was published from the version removed.
 func (s Scope) restored(it tracker.Item, removed time.Time, key, correlation string, at time.Time) eventlog.Event {
-	return s.event(TypeItemCreated, s.RestoredID(it.Ref.ID, removed), correlation, Data{
-		Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels,
-		Restored: true,
-	}, at)
+	d := s.itemAsRead(it, key)
+	d.Restored = true
+	return s.event(TypeItemCreated, s.RestoredID(it.Ref.ID, removed), correlation, d, at)
+}
+
+// itemAsRead is a creation's payload: the item as read.
+func (s Scope) itemAsRead(it tracker.Item, key string) Data {
+	return Data{Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels}
 }
 
 func (s Scope) changed(it tracker.Item, from time.Time, key, field, old, new, actor, correlation string, at time.Time) eventlog.Event {
