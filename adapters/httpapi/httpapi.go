@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
@@ -444,17 +446,86 @@ func exactFields(body []byte, v any) error {
 		name, _ := t.(string)
 		switch {
 		case seen[name]:
-			return fmt.Errorf("field %q is given twice", name)
+			return fmt.Errorf("field %s is given twice", tracker.Quote(name))
 		case !names[name]:
-			return fmt.Errorf("unknown field %q", name)
+			return fmt.Errorf("unknown field %s", tracker.Quote(name))
 		}
 		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			return nil
+		}
+		if err := sentAsIs(raw); err != nil {
+			return fmt.Errorf("field %s %w", tracker.Quote(name), err)
 		}
 	}
 	return nil
+}
+
+// sentAsIs refuses a JSON value whose strings the decoder would rewrite:
+// encoding/json turns bytes that are not UTF-8, and a \u escape of a lone
+// surrogate, into U+FFFD without a word, so "a\xffb" and "a\xfeb" would
+// both file under "a\ufffdb", one key. raw is the value as sent.
+func sentAsIs(raw []byte) error {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\' && i+1 < len(raw) && raw[i+1] == 'u':
+			r, ok := hex4(raw[i+2:])
+			if !ok {
+				return nil // broken JSON: the decoder says where
+			}
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xdc00:
+				lo, ok := hex4(raw[min(i+8, len(raw)):])
+				if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' || !ok || lo < 0xdc00 || lo > 0xdfff {
+					return errors.New("holds a lone surrogate (\\u" + string(raw[i+2:i+6]) + ")")
+				}
+				i += 11
+			case utf16.IsSurrogate(r):
+				return errors.New("holds a lone surrogate (\\u" + string(raw[i+2:i+6]) + ")")
+			default:
+				i += 5
+			}
+		case c == '\\':
+			i++
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 {
+				return fmt.Errorf("is not UTF-8 (byte %d of the value is %#x)", i, c)
+			}
+			i += size - 1
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }
 
 // fieldNames are the JSON names of a request struct's fields (t may point

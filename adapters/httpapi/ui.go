@@ -26,6 +26,7 @@ import (
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // The operator's page: /relayr/ui/, behind the operator token, read from
@@ -342,7 +343,7 @@ func (a *API) readForm(w http.ResponseWriter, r *http.Request, fields ...string)
 	out := map[string]string{}
 	for k, v := range vals {
 		if !slices.Contains(fields, k) || len(v) != 1 {
-			a.uiError(w, r, http.StatusBadRequest, "Bad form", fmt.Sprintf("The form's field %q is unknown or repeated. Nothing was changed.", k), false)
+			a.uiError(w, r, http.StatusBadRequest, "Bad form", fmt.Sprintf("The form's field %s is unknown or repeated. Nothing was changed.", tracker.Quote(k)), false)
 			return nil, false
 		}
 		if err := ledger.CheckText(v[0]); err != nil {
@@ -495,10 +496,10 @@ func parseFilter(raw string) (uiFilter, error) {
 	var f uiFilter
 	for k, v := range q {
 		if len(v) != 1 {
-			return uiFilter{}, fmt.Errorf("%q is given %d times", k, len(v))
+			return uiFilter{}, fmt.Errorf("%s is given %d times", tracker.Quote(k), len(v))
 		}
 		if ledger.CheckText(v[0]) != nil {
-			return uiFilter{}, fmt.Errorf("%q is not UTF-8", k)
+			return uiFilter{}, fmt.Errorf("%s is not UTF-8", tracker.Quote(k))
 		}
 		switch k {
 		case "ws":
@@ -516,7 +517,7 @@ func parseFilter(raw string) (uiFilter, error) {
 			}
 			f.Type = v[0]
 		default:
-			return uiFilter{}, fmt.Errorf("%q is not a field of the page's query", k)
+			return uiFilter{}, fmt.Errorf("%s is not a field of the page's query", tracker.Quote(k))
 		}
 	}
 	return f, nil

@@ -48,6 +48,13 @@ const (
 	PollsDeferred = "relayr.followers.polls_deferred"
 	// Polls counts a binding's completed polls.
 	Polls = "relayr.followers.polls"
+	// DoubtLookups counts the look-ups relayr made of filings in doubt
+	// (their answer lost, their request given up): one a key, whoever
+	// waits for it, unless a look-up fails.
+	DoubtLookups = "relayr.writes.doubt_lookups"
+	// DoubtsLeft counts the filings in doubt whose look-ups failed until
+	// their claim could be retaken, left to the retake (ADR-0033).
+	DoubtsLeft = "relayr.writes.doubts_left"
 )
 
 // Labels qualify a count (tenant, workspace, tracker…).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Sentinel errors of the port. Adapters wrap them (or return the typed errors
@@ -29,7 +30,33 @@ var (
 	// ErrInvalid: relayr's own input is bad (an empty key, a blank title);
 	// nothing was sent.
 	ErrInvalid = errors.New("invalid input")
+	// ErrNotSent: the request never left relayr (it waited for a write
+	// slot, or for its tracker to be connected, and gave up first). It is
+	// matched with ErrUnavailable too: a retry can succeed, and the tracker
+	// certainly didn't take the write (ADR-0033: such a write releases its
+	// claim). Wrap it with NotSent.
+	ErrNotSent = errors.New("tracker: the request was never sent")
 )
+
+// notSent is ErrNotSent with its cause: it matches ErrNotSent and
+// ErrUnavailable, and unwraps to the cause.
+type notSent struct{ cause error }
+
+func (e *notSent) Error() string { return "the request was never sent: " + e.cause.Error() }
+
+func (e *notSent) Is(target error) bool { return target == ErrNotSent || target == ErrUnavailable }
+
+func (e *notSent) Unwrap() error { return e.cause }
+
+// NotSent marks err as the failure of a request that never left relayr:
+// it matches ErrNotSent and ErrUnavailable. A request that may have been
+// sent in part must never be marked so.
+func NotSent(err error) error {
+	if err == nil || errors.Is(err, ErrNotSent) {
+		return err
+	}
+	return &notSent{cause: err}
+}
 
 // RateLimitedError carries how long the tracker asked relayr to wait.
 type RateLimitedError struct {
@@ -68,10 +95,29 @@ func (e *InvalidError) Error() string { return "invalid " + e.Field + ": " + e.R
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // CertainlyNotTaken reports whether err says the tracker certainly didn't
-// take a write: refused, missing, rate-limited, or the key refused
-// (ADR-0033: such a write releases its claim).
+// take a write: refused, missing, rate-limited, the key refused, or never
+// sent at all (ADR-0033: such a write releases its claim).
 func CertainlyNotTaken(err error) bool {
 	return errors.Is(err, ErrRefused) || errors.Is(err, ErrNotFound) ||
 		errors.Is(err, ErrRateLimited) || errors.Is(err, ErrUnauthorized) ||
-		errors.Is(err, ErrInvalid)
+		errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotSent)
+}
+
+// MaxQuoted is the most of a value an error quotes: a refusal names the
+// field and quotes a short prefix of what it refused, never the whole of a
+// value a caller sent (a 900 KB state would come back whole otherwise).
+const MaxQuoted = 64
+
+// Quote quotes v for an error or a log line: whole when it is at most
+// MaxQuoted bytes, else its first MaxQuoted bytes (cut at a character's
+// start) with its length.
+func Quote(v string) string {
+	if len(v) <= MaxQuoted {
+		return fmt.Sprintf("%q", v)
+	}
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:cut], len(v))
 }

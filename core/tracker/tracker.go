@@ -323,24 +323,72 @@ func ValidateName(field, v string) error {
 	case !utf8.ValidString(v):
 		return &InvalidError{Field: field, Reason: "is not UTF-8"}
 	}
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return &InvalidError{Field: field, Reason: fmt.Sprintf("holds the control character %q", r)}
-		}
+	if r, ok := controlRune(v, false); ok {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("holds the control character %q", r)}
 	}
 	return nil
 }
 
-// ValidateDraft checks a draft: a title that isn't blank, a valid state,
-// and labels a tracker can keep.
+// ValidateDraft checks a draft: a title that isn't blank and holds no
+// control character, a description of UTF-8 without NUL, a valid state,
+// and labels a tracker can keep. Text is checked as sent: a value that is
+// not UTF-8 is refused, never rewritten.
 func ValidateDraft(d Draft) error {
-	if strings.TrimSpace(d.Title) == "" {
-		return &InvalidError{Field: "title", Reason: "is empty"}
+	if err := ValidateTitle(d.Title); err != nil {
+		return err
+	}
+	if err := ValidateText("description", d.Description); err != nil {
+		return err
 	}
 	if d.State != "" && !d.State.Valid() {
-		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", d.State)}
+		return invalidState(d.State)
 	}
 	return validateLabels(d.Labels)
+}
+
+func invalidState(s State) error {
+	return &InvalidError{Field: "state", Reason: Quote(string(s)) + " is not one of backlog, todo, started, done, cancelled"}
+}
+
+// ValidateTitle checks a title: not blank, UTF-8, and no control
+// character (a title is one line, as a key is).
+func ValidateTitle(title string) error {
+	if strings.TrimSpace(title) == "" {
+		return &InvalidError{Field: "title", Reason: "is empty"}
+	}
+	if !utf8.ValidString(title) {
+		return &InvalidError{Field: "title", Reason: "is not UTF-8"}
+	}
+	if r, ok := controlRune(title, false); ok {
+		return &InvalidError{Field: "title", Reason: fmt.Sprintf("holds the control character %q", r)}
+	}
+	return nil
+}
+
+// ValidateText checks free text (a description, a comment's body): UTF-8,
+// and no control character but tab, line feed and carriage return.
+func ValidateText(field, v string) error {
+	if !utf8.ValidString(v) {
+		return &InvalidError{Field: field, Reason: "is not UTF-8"}
+	}
+	if r, ok := controlRune(v, true); ok {
+		return &InvalidError{Field: field, Reason: fmt.Sprintf("holds the control character %q", r)}
+	}
+	return nil
+}
+
+// controlRune answers the first control character of v (C0, DEL, C1),
+// leaving tab, line feed and carriage return to text when lines is set.
+func controlRune(v string, lines bool) (rune, bool) {
+	for _, r := range v {
+		if lines && (r == '\t' || r == '\n' || r == '\r') {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // validateLabels checks each label is a name a tracker can keep, before a
@@ -357,14 +405,21 @@ func validateLabels(labels []string) error {
 	return nil
 }
 
-// ValidatePatch checks a patch: a title it names isn't blank, a state it
-// names is valid, labels it names are labels a tracker can keep.
+// ValidatePatch checks a patch as ValidateDraft checks a draft, each field
+// it names.
 func ValidatePatch(p Patch) error {
-	if p.Title != nil && strings.TrimSpace(*p.Title) == "" {
-		return &InvalidError{Field: "title", Reason: "is empty"}
+	if p.Title != nil {
+		if err := ValidateTitle(*p.Title); err != nil {
+			return err
+		}
+	}
+	if p.Description != nil {
+		if err := ValidateText("description", *p.Description); err != nil {
+			return err
+		}
 	}
 	if p.State != nil && !p.State.Valid() {
-		return &InvalidError{Field: "state", Reason: fmt.Sprintf("%q is not one of backlog, todo, started, done, cancelled", *p.State)}
+		return invalidState(*p.State)
 	}
 	if p.Labels != nil {
 		return validateLabels(*p.Labels)

@@ -64,9 +64,9 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	case ledger.Recorded:
 		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Body: p.Body, Key: p.Key}, How: Existing}, nil
 	case ledger.Deleted:
-		return CommentResult{}, wrap(CodeDeleted, fmt.Errorf("the comment filed under %q was deleted", p.Key))
+		return CommentResult{}, wrap(CodeDeleted, fmt.Errorf("the comment filed under %s was deleted", tracker.Quote(p.Key)))
 	case ledger.Held:
-		return CommentResult{}, wrap(CodeClaimed, fmt.Errorf("comment key %q is claimed by another attempt", p.Key))
+		return CommentResult{}, wrap(CodeClaimed, fmt.Errorf("comment key %s is claimed by another attempt", tracker.Quote(p.Key)))
 	case ledger.Retaken:
 		// An earlier attempt may have posted it: look for the key among
 		// the item's comments before posting.

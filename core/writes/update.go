@@ -120,7 +120,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		if errors.Is(err, tracker.ErrNotFound) {
 			// A deleted one marks the key (ADR-0033).
 			if merr := w.ledger.MarkDeleted(ctx, k); merr == nil {
-				return tracker.Item{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
+				return tracker.Item{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %s was deleted", tracker.Quote(p.Key)))
 			}
 		}
 		return tracker.Item{}, failed
@@ -141,19 +141,19 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 	row, err := s.w.ledger.Lookup(ctx, k)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("no item is filed under key %q", k.Key))
+		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("no item is filed under key %s", tracker.Quote(k.Key)))
 	case err != nil:
 		return ledger.Claim{}, ledgerFailed(err)
 	case row.Deleted:
-		return ledger.Claim{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
-	case !row.Recorded && s.w.resolvesIn(row) > 0:
-		return ledger.Claim{}, &Error{Code: CodeClaimed, RetryAfter: s.w.resolvesIn(row),
-			Err: fmt.Errorf("key %q is being filed by another attempt", k.Key)}
+		return ledger.Claim{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %s was deleted", tracker.Quote(k.Key)))
+	case !row.Recorded && s.w.clock.Now().Sub(row.ClaimedAt) <= s.w.opts.RetakeAfter:
+		return ledger.Claim{}, &Error{Code: CodeClaimed, RetryAfter: s.w.likelyDone(row.ClaimedAt),
+			Err: fmt.Errorf("key %s is being filed by another attempt", tracker.Quote(k.Key))}
 	case !row.Recorded:
 		// The attempt that claimed the key ended without recording: only
 		// ensure resolves it (ADR-0033: it retakes the claim and looks the
 		// item up first), so a retry of this write could never succeed.
-		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("the attempt that filed key %q did not finish: ensure the key again to resolve it", k.Key))
+		return ledger.Claim{}, wrap(CodeRefused, fmt.Errorf("the attempt that filed key %s did not finish: ensure the key again to resolve it", tracker.Quote(k.Key)))
 	}
 	return row, nil
 }

@@ -38,17 +38,27 @@ const (
 	// one item an hour.
 	DefaultCapWindow = time.Hour
 	DefaultCapLimit  = 20
+	// DefaultSettle: a write that ended in doubt (its answer lost, or
+	// given up mid-request) is taken to be no longer acting at the tracker
+	// 2 s after its request ended; relayr then looks the item up itself
+	// (doubt.go).
+	DefaultSettle = 2 * time.Second
 )
 
-// Options tune a Writer; a zero field takes the seeds' default. WriteBound
-// must be shorter than RetakeAfter: an attempt still creating when its
-// claim is retaken could see a second attempt file the key again (the
+// Options tune a Writer; a zero field takes the default. WriteBound
+// plus Settle must be shorter than RetakeAfter: an attempt still creating
+// when its claim is retaken could see a second attempt file the key
+// again, and a filing in doubt is looked up before a retake could (the
 // relayr binary's configuration refuses it).
 type Options struct {
 	RetakeAfter time.Duration
 	WriteBound  time.Duration
 	CapWindow   time.Duration
 	CapLimit    int
+	// Settle is how long after a write in doubt ended relayr takes the
+	// tracker to be done with it, before it looks the item up
+	// (DefaultSettle).
+	Settle time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -63,6 +73,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CapLimit <= 0 {
 		o.CapLimit = DefaultCapLimit
+	}
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
 	}
 	return o
 }
@@ -102,10 +115,12 @@ type Writer struct {
 	m      metrics.Metrics
 	opts   Options
 
-	// settled are the claims attempts of this process hold, which wake
-	// the attempts waiting on them when they end (waitForHolder).
+	// flights are the attempts of this process on a key, each from
+	// before its claim is taken until what the tracker did is known
+	// (wait.go); filings are how long the recent ones took.
 	mu      sync.Mutex
-	settled map[ledger.Key]*settle
+	flights map[ledger.Key]*flight
+	filings []time.Duration
 	// landed is what the tracker answered relayr's own writes with, by
 	// key, the oldest key first in landedKeys (certain.go).
 	landed     map[ledger.Key]*landing
@@ -118,7 +133,7 @@ type Writer struct {
 func New(c Config) *Writer {
 	w := &Writer{
 		log: c.Log, ledger: c.Ledger, conns: c.Connections, integ: c.Integrations, clock: c.Clock, budget: c.Budget, m: c.Metrics,
-		opts: c.Options.withDefaults(), settled: map[ledger.Key]*settle{}, landed: map[ledger.Key]*landing{}, heads: map[string]int64{},
+		opts: c.Options.withDefaults(), flights: map[ledger.Key]*flight{}, landed: map[ledger.Key]*landing{}, heads: map[string]int64{},
 	}
 	if w.integ == nil {
 		w.integ = integrations.Always
@@ -172,8 +187,19 @@ type session struct {
 // call makes a write's tracker calls: every request they send (a
 // connection's reads, a lookup, labels) spends the key's budget, and none is
 // held back (ADR-0036: "writes spend it and are never held back").
+// A call whose tracker could not be had (the credentials, the connection)
+// sent nothing of fn's: its failure is marked never sent
+// (tracker.NotSent), so a claim it was made under is released.
 func (s session) call(ctx context.Context, fn func(ctx context.Context, t tracker.Tracker) error) error {
-	return s.w.conns.Do(s.metered(ctx), s.b, fn)
+	called := false
+	err := s.w.conns.Do(s.metered(ctx), s.b, func(ctx context.Context, t tracker.Tracker) error {
+		called = true
+		return fn(ctx, t)
+	})
+	if err != nil && !called {
+		return tracker.NotSent(err)
+	}
+	return err
 }
 
 // metered is ctx with the write's requests counted in the key's budget.
@@ -230,8 +256,16 @@ func checkCorrelation(v string) error {
 	return nil
 }
 
+// maxRounds bounds how often one EnsureItem claims its key: each round
+// ends in an answer, or in errAgain when what it waited for ended.
+const maxRounds = 8
+
 // EnsureItem files the key's item once and answers it (ADR-0033's
-// ensure_item).
+// ensure_item). A caller whose key another attempt holds waits for it and
+// is answered its item once recorded, up to the write bound from its
+// arrival (wait.go). The filing itself runs on a context of its own,
+// bounded by the write bound: a caller that gives up leaves it to finish
+// and record what it made, and its retry is answered from the ledger.
 func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error) {
 	if err := tracker.ValidateDraft(p.Draft); err != nil {
 		return Result{}, wrap(CodeInvalid, err)
@@ -245,19 +279,31 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 	}
 	draft := withDefaults(p.Draft, s.b.Defaults)
 	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindItem, Key: p.Key}
-	for range 3 {
-		res, err := s.ensure(ctx, k, p, draft)
-		if !errors.Is(err, errReleased) {
+	deadline := w.clock.Now().Add(w.opts.WriteBound)
+	for range maxRounds {
+		res, err := s.ensure(ctx, k, p, draft, deadline)
+		if !errors.Is(err, errAgain) {
 			return res, err
 		}
-		// The attempt waited for gave the key up (the tracker certainly
-		// didn't take its write): claim it afresh.
+		// What this caller waited for ended: the key is claimed again.
 	}
-	return Result{}, &Error{Code: CodeClaimed, RetryAfter: time.Second, Err: fmt.Errorf("key %q was claimed and given up again and again", p.Key)}
+	return Result{}, &Error{Code: CodeClaimed, RetryAfter: time.Second, Err: fmt.Errorf("key %s was claimed and given up again and again", tracker.Quote(p.Key))}
 }
 
-func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft tracker.Draft) (Result, error) {
+// ensure is one round of EnsureItem: the caller boards the key, or waits
+// for the attempt of this process on it, then claims it.
+func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft tracker.Draft, deadline time.Time) (Result, error) {
 	w := s.w
+	f, leads := w.board(k)
+	if !leads {
+		return Result{}, w.await(ctx, k, f, deadline)
+	}
+	filing := false
+	defer func() {
+		if !filing {
+			w.unboard(k, f)
+		}
+	}()
 	// The ledger claims every key before anything is sent.
 	row, outcome, err := w.ledger.Claim(ctx, ledger.ClaimParams{
 		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
@@ -265,34 +311,97 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 	if err != nil {
 		return Result{}, ledgerFailed(err)
 	}
-	if outcome == ledger.Fresh || outcome == ledger.Retaken {
-		// Whatever becomes of this attempt, the attempts waiting on its
-		// claim here look again at once.
-		defer w.hold(k, row.Nonce)()
-	}
 	switch outcome {
 	case ledger.Deleted:
 		// A deleted item marks its key; nothing is asked of the tracker.
-		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", p.Key))
+		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %s was deleted", tracker.Quote(p.Key)))
 	case ledger.Held:
-		// A fresh claim held by another attempt fails this one, to be
-		// retried; first it waits for that attempt's record, when the
-		// attempt is this process's (docs/decisions.md).
-		row, err = w.waitForHolder(ctx, k, row)
+		// A fresh claim held by an attempt of another process: waited
+		// for (wait.go), and failed as tracker_claimed, to be retried,
+		// only at the caller's bound.
+		row, err = w.awaitHolder(ctx, k, row, deadline)
 		if err != nil {
 			return Result{}, err
 		}
-		outcome = ledger.Recorded
-	}
-	// One bound on all writes under the claim, started once this attempt
-	// may write: a wait for another attempt's record does not spend it.
-	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
-	defer cancel()
-
-	switch outcome {
+		fallthrough
 	case ledger.Recorded:
+		// A wait for another attempt's record does not spend the bound.
+		wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
+		defer cancel()
 		return s.answerRecorded(ctx, wctx, k, row, p.Live)
-	case ledger.Retaken:
+	}
+	// Fresh or Retaken: this attempt files, on a context its caller's end
+	// does not cancel, and stays on the board until what the tracker did
+	// is known.
+	filing = true
+	began := w.clock.Now()
+	answer := make(chan filed, 1)
+	go s.fly(context.WithoutCancel(ctx), k, f, row, outcome, p, draft, answer)
+	// The caller hears its filing's answer within the filing's bound (a
+	// doubt resolved soon after a lost answer among them), or is told at
+	// the bound that it goes on.
+	until := began.Add(w.opts.WriteBound)
+	if deadline.After(until) {
+		until = deadline
+	}
+	wait, cancel := w.clock.WithTimeout(ctx, until.Sub(w.clock.Now()))
+	defer cancel()
+	select {
+	case a := <-answer:
+		return a.res, a.err
+	case <-wait.Done():
+		if ctx.Err() != nil {
+			return Result{}, wrap(CodeUnavailable, fmt.Errorf("the caller gave up; the filing of %s goes on: %w", tracker.Quote(k.Key), ctx.Err()))
+		}
+		return Result{}, &Error{Code: CodeUnavailable, RetryAfter: w.likelyDone(row.ClaimedAt),
+			Err: fmt.Errorf("key %s is still being filed; its filing goes on", tracker.Quote(k.Key))}
+	}
+}
+
+// fly runs a filing to its end, and answers it once: what it made, or how
+// it failed, or, in doubt, what the look-up that resolves it found
+// (doubt.go). The attempt leaves the board before an answer that ends it,
+// so that a caller told to claim again never waits for its own attempt,
+// and once its doubt is resolved or left to the retake.
+func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Claim, outcome ledger.Outcome, p EnsureParams, draft tracker.Draft, answer chan<- filed) {
+	w := s.w
+	var once sync.Once
+	leave := func() { once.Do(func() { w.unboard(k, f) }) }
+	defer leave()
+	answered := false
+	reply := func(res Result, err error, last bool) {
+		if err == nil {
+			w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
+		}
+		if last {
+			leave()
+		}
+		if !answered {
+			answered = true
+			answer <- filed{res, err}
+		}
+	}
+	res, err := s.file(ctx, k, row, outcome, p, draft)
+	var d *doubt
+	if !errors.As(err, &d) {
+		reply(res, err, true)
+		return
+	}
+	s.resolve(ctx, k, row.Nonce, row.ClaimedAt, draft, d, reply)
+} // filed is a filing's answer.
+type filed struct {
+	res Result
+	err error
+}
+
+// file files the key under the claim this attempt holds (Fresh or
+// Retaken) and records what it made. All its writes are bounded together
+// (ADR-0033). A filing that ends in doubt answers a *doubt, which relayr
+// resolves itself (doubt.go).
+func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outcome ledger.Outcome, p EnsureParams, draft tracker.Draft) (Result, error) {
+	wctx, cancel := s.w.clock.WithTimeout(ctx, s.w.opts.WriteBound)
+	defer cancel()
+	if outcome == ledger.Retaken {
 		if s.guardsKeys(wctx) {
 			// The tracker's create is itself the lookup (Plane's 409):
 			// docs/decisions.md, one request where ADR-0033 has two. Until
@@ -315,10 +424,9 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 			// the claim holds (never released) until a lookup answers.
 			return Result{}, s.holdClaim(err)
 		}
-	case ledger.Fresh:
-		// A fresh claim, which no attempt held before, goes straight to the
-		// create (docs/decisions.md: the lookup serves retaken claims only).
 	}
+	// A fresh claim, which no attempt held before, goes straight to the
+	// create (docs/decisions.md: the lookup serves retaken claims only).
 	return s.create(ctx, wctx, k, row.Nonce, draft, false)
 }
 
@@ -449,7 +557,7 @@ func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, i
 	case errors.Is(err, ledger.ErrNonce):
 		// Another attempt retook the claim; it will find this item by its
 		// key. Retrying this attempt answers what it records.
-		return Result{}, wrap(CodeUnavailable, fmt.Errorf("the claim on %q was retaken before the record: %w", k.Key, err))
+		return Result{}, wrap(CodeUnavailable, fmt.Errorf("the claim on %s was retaken before the record: %w", tracker.Quote(k.Key), err))
 	case err != nil:
 		return Result{}, ledgerFailed(err)
 	}
@@ -486,7 +594,7 @@ func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledge
 		if merr := s.w.ledger.MarkDeleted(ctx, k); merr != nil {
 			return Result{}, ledgerFailed(merr)
 		}
-		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %q was deleted", k.Key))
+		return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %s was deleted", tracker.Quote(k.Key)))
 	case err != nil:
 		return Result{}, classify(err)
 	}
@@ -496,8 +604,9 @@ func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledge
 
 // holdClaim answers a failure under a claim that an earlier attempt may have
 // filed under: releasing it would let the next attempt's fresh claim skip the
-// lookup, so the claim holds until it lapses and is retaken.
-func (s session) holdClaim(err error) error { return classify(err) }
+// lookup, so the claim holds, in doubt, until a look-up resolves it
+// (doubt.go) or it lapses and is retaken.
+func (s session) holdClaim(err error) error { return &doubt{err: classify(err)} }
 
 // failed turns a tracker failure under a claim into the attempt's error,
 // releasing the claim when the tracker certainly didn't take the write.
@@ -512,15 +621,18 @@ func (s session) failed(ctx context.Context, k ledger.Key, nonce string, err err
 		return ledgerFailed(err)
 	}
 	if tracker.CertainlyNotTaken(err) {
-		// A write the tracker certainly didn't take releases the claim, so
-		// a run can write by the same key again at once.
+		// A write the tracker certainly didn't take (one never sent
+		// among them) releases the claim, so a run can write by the same
+		// key again at once.
 		if rerr := s.w.ledger.Release(ctx, k, nonce); rerr != nil && !errors.Is(rerr, ledger.ErrNonce) {
 			return errors.Join(classify(err), rerr)
 		}
+		return classify(err)
 	}
-	// Anything else (the bound passed, the tracker unavailable): the claim
-	// holds, and a retry after it lapses looks the item up first.
-	return classify(err)
+	// Anything else (the bound passed, the tracker unavailable, the answer
+	// lost): the claim holds, in doubt, until relayr looks the item up
+	// (doubt.go).
+	return &doubt{err: classify(err)}
 }
 
 // countWrite counts a write that was sent; it is never refused here, since

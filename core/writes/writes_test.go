@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
@@ -112,6 +113,51 @@ func calls(e *env) map[string]int {
 
 func ptr[T any](v T) *T { return &v }
 
+// crashed leaves k as an attempt would that died between its create and
+// its record: the claim taken now, the item made, nothing recorded.
+func (e *env) crashed(key string, d tracker.Draft) {
+	e.t.Helper()
+	k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: key}
+	if _, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Correlation: "run-" + key, Now: e.clock.Now(), RetakeAfter: writes.DefaultRetakeAfter}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.fake.Create(context.Background(), key, d); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// drain moves the fake clock on until what the writer left going (a
+// look-up of a filing in doubt, a wait for a holder) has ended, so a
+// synctest bubble ends with no goroutine blocked.
+func (e *env) drain() {
+	for range 8 {
+		synctest.Wait()
+		e.clock.Advance(10 * time.Second)
+	}
+	synctest.Wait()
+}
+
+// answerOf runs fn in the bubble, moving the fake clock on by step each
+// time every goroutine is blocked, until fn answers.
+func answerOf[T any](e *env, step time.Duration, fn func() T) T {
+	got := make(chan T, 1)
+	go func() { got <- fn() }()
+	for {
+		synctest.Wait()
+		select {
+		case v := <-got:
+			return v
+		default:
+			e.clock.Advance(step)
+		}
+	}
+}
+
+type answer struct {
+	r   writes.Result
+	err error
+}
+
 func TestEnsureItem(t *testing.T) {
 	t.Run("AFreshClaimGoesStraightToTheCreate", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
@@ -124,136 +170,153 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
-	t.Run("AFreshClaimHeldElsewhereFailsAsTrackerClaimedUntilItCanResolveAndSendsNothing", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		_, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{
-			Key: ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range []struct {
-			at, retryAfter time.Duration
-		}{
-			// Within the holder's write bound: retry when it ends.
-			{0, 20 * time.Second},
-			{5 * time.Second, 15 * time.Second},
-			// Past it, the holder recorded nothing: retry when the claim
-			// can be retaken.
-			{25 * time.Second, 5 * time.Second},
-			{30 * time.Second, time.Second},
-		} {
-			e.clock.Set(t0.Add(c.at))
-			_, err = e.ensure("k", tracker.Draft{Title: "x"})
-			wantCode(t, err, writes.CodeClaimed)
-			var we *writes.Error
-			if !errors.As(err, &we) || we.RetryAfter != c.retryAfter {
-				t.Fatalf("at +%v: retry after %v, want %v", c.at, we, c.retryAfter)
+	t.Run("AClaimHeldElsewhereIsWaitedForAndItsItemAnsweredOnceRecorded", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}
+			// Another replica holds the claim, and records 300 ms on.
+			row, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !writes.CodeClaimed.Retryable() {
-			t.Fatal("tracker_claimed must be retryable")
-		}
-		if e.fake.TotalCalls() != 0 {
-			t.Fatalf("a held claim sent %v", calls(e))
-		}
+			got := make(chan answer, 1)
+			go func() { r, err := e.ensure("k", tracker.Draft{Title: "x"}); got <- answer{r, err} }()
+			synctest.Wait()
+			e.clock.Advance(300 * time.Millisecond)
+			if _, err := e.ledger.Record(context.Background(), ledger.RecordParams{Key: k, Nonce: row.Nonce, Ref: tracker.ItemRef{ID: "it-9", Key: "k"}, Now: e.clock.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			a := answerOf(e, 20*time.Millisecond, func() answer { return <-got })
+			if a.err != nil || a.r.Item.Ref.ID != "it-9" || a.r.How != writes.Existing {
+				t.Fatalf("answered %+v, %v; want the holder's item", a.r, a.err)
+			}
+			if at := e.clock.Now().Sub(t0); at > 300*time.Millisecond+500*time.Millisecond {
+				t.Fatalf("answered at +%v, want within a re-read of the record at +300ms", at)
+			}
+			if e.fake.TotalCalls() != 0 {
+				t.Fatalf("a held claim sent %v", calls(e))
+			}
+		})
+	})
+
+	t.Run("AClaimHeldElsewhereAnswersTrackerClaimedAtTheCallersBoundWithWhenTheHolderIsLikelyDone", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}
+			if _, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			a := answerOf(e, 250*time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
+			wantCode(t, a.err, writes.CodeClaimed)
+			if waited := e.clock.Now().Sub(t0); waited < writes.DefaultWriteBound || waited > writes.DefaultWriteBound+250*time.Millisecond {
+				t.Fatalf("answered after %v, want at the caller's bound", waited)
+			}
+			// The holder is past what filings take and has its look-up's
+			// 2 s left: a second, not the end of the bound.
+			var we *writes.Error
+			if !errors.As(a.err, &we) || we.RetryAfter != time.Second {
+				t.Fatalf("retry after %v, want 1s", we)
+			}
+			if e.fake.TotalCalls() != 0 {
+				t.Fatalf("a held claim sent %v", calls(e))
+			}
+		})
 	})
 
 	t.Run("AKeyALiveAttemptIsFilingAnswersItsItemOnceRecordedAndSendsNothing", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		e.through(slow)
-		first := make(chan writes.Result, 1)
-		go func() { r, _ := e.ensure("k", tracker.Draft{Title: "x"}); first <- r }()
-		<-slow.entered
-		second := make(chan error, 1)
-		var got writes.Result
-		go func() {
-			var err error
-			got, err = e.ensure("k", tracker.Draft{Title: "x"})
-			second <- err
-		}()
-		// The second waits for the first: the first's bound and the
-		// second's wait run on the clock.
-		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-second:
-			t.Fatalf("the second attempt answered before the first recorded: %v", err)
-		default:
-		}
-		before := e.fake.TotalCalls()
-		close(slow.release)
-		filed := <-first
-		if err := <-second; err != nil {
-			t.Fatalf("the waiting attempt: %v", err)
-		}
-		if got.Item.Ref.ID != filed.Item.Ref.ID || got.How != writes.Existing || got.Item.Title != "x" {
-			t.Fatalf("the waiting attempt answered %+v, want the filed item %s", got, filed.Item.Ref.ID)
-		}
-		if n := e.fake.TotalCalls() - before; n != 1 {
-			t.Fatalf("%d calls after the first attempt's create, want none of the second's", n-1)
-		}
-		if n := e.clock.Waiters(); n != 0 {
-			t.Fatalf("%d timers left on the clock once both attempts ended, want none", n)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+			e.through(slow)
+			first := make(chan writes.Result, 1)
+			go func() { r, _ := e.ensure("k", tracker.Draft{Title: "x"}); first <- r }()
+			<-slow.entered
+			second := make(chan answer, 1)
+			go func() { r, err := e.ensure("k", tracker.Draft{Title: "x"}); second <- answer{r, err} }()
+			synctest.Wait()
+			select {
+			case a := <-second:
+				t.Fatalf("the second attempt answered before the first recorded: %v", a.err)
+			default:
+			}
+			before := e.fake.TotalCalls()
+			close(slow.release)
+			filed := <-first
+			got := <-second
+			if got.err != nil {
+				t.Fatalf("the waiting attempt: %v", got.err)
+			}
+			if got.r.Item.Ref.ID != filed.Item.Ref.ID || got.r.How != writes.Existing || got.r.Item.Title != "x" {
+				t.Fatalf("the waiting attempt answered %+v, want the filed item %s", got.r, filed.Item.Ref.ID)
+			}
+			if n := e.fake.TotalCalls() - before; n != 1 {
+				t.Fatalf("%d calls after the first attempt's create, want none of the second's", n-1)
+			}
+			synctest.Wait()
+			if n := e.clock.Waiters(); n != 0 {
+				t.Fatalf("%d timers left on the clock once both attempts ended, want none", n)
+			}
+		})
 	})
 
 	t.Run("AWaitForALiveAttemptSpendsNoneOfTheWaitersBound", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		read := &slowItem{slowCreate: create, itemEntered: make(chan struct{}), itemRelease: make(chan struct{})}
-		e.through(read)
-		first := make(chan error, 1)
-		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
-		<-create.entered
-		second := make(chan error, 1)
-		go func() { second <- ensureLive(e, "k") }()
-		// The first's bound and the second's wait are on the clock.
-		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(19 * time.Second) // the first files within its bound
-		close(create.release)
-		if err := <-first; err != nil {
-			t.Fatalf("the first attempt: %v", err)
-		}
-		// The second reads the item live, and the read takes 2 s: past
-		// 20 s from the second's start, within 20 s of its wait's end.
-		<-read.itemEntered
-		e.clock.Advance(2 * time.Second)
-		close(read.itemRelease)
-		if err := <-second; err != nil {
-			t.Fatalf("the waiting attempt's read, 21 s after it began and 2 s after its wait: %v", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+			read := &slowItem{slowCreate: create, itemEntered: make(chan struct{}), itemRelease: make(chan struct{})}
+			e.through(read)
+			first := make(chan error, 1)
+			go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
+			<-create.entered
+			second := make(chan error, 1)
+			go func() { second <- ensureLive(e, "k") }()
+			synctest.Wait()
+			e.clock.Advance(19 * time.Second) // the first files within its bound
+			close(create.release)
+			if err := <-first; err != nil {
+				t.Fatalf("the first attempt: %v", err)
+			}
+			// The second reads the item live, and the read takes 2 s: past
+			// 20 s from the second's start, within 20 s of its wait's end.
+			<-read.itemEntered
+			e.clock.Advance(2 * time.Second)
+			close(read.itemRelease)
+			if err := <-second; err != nil {
+				t.Fatalf("the waiting attempt's read, 21 s after it began and 2 s after its wait: %v", err)
+			}
+		})
 	})
 
-	t.Run("AWaitForALiveAttemptEndsWhenItsClaimCanBeRetaken", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		e.through(create)
-		first := make(chan error, 1)
-		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
-		<-create.entered
-		second := make(chan error, 1)
-		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); second <- err }()
-		if err := e.clock.BlockUntil(context.Background(), 2); err != nil {
-			t.Fatal(err)
-		}
-		// The first is held up past its bound (a create that ignores it):
-		// the second stops waiting when the claim can be retaken.
-		e.clock.Advance(30 * time.Second)
-		err := <-second
-		wantCode(t, err, writes.CodeClaimed)
-		var we *writes.Error
-		if !errors.As(err, &we) || we.RetryAfter != time.Second {
-			t.Fatalf("retry after %v, want 1s: the claim can be retaken now", we)
-		}
-		close(create.release)
-		if err := <-first; err != nil {
-			t.Fatalf("the first attempt, held up past its bound: %v", err)
-		}
+	t.Run("AWaitForALiveAttemptEndsAtTheCallersBound", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			create := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
+			e.through(create)
+			first := make(chan error, 1)
+			go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); first <- err }()
+			<-create.entered
+			second := make(chan error, 1)
+			go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); second <- err }()
+			synctest.Wait()
+			// The first is held up past its bound (a create that ignores
+			// it): the second stops waiting at its own bound.
+			e.clock.Advance(20 * time.Second)
+			err := <-second
+			wantCode(t, err, writes.CodeClaimed)
+			var we *writes.Error
+			if !errors.As(err, &we) || we.RetryAfter != time.Second {
+				t.Fatalf("retry after %v, want 1s: past what filings take", we)
+			}
+			// Its own caller is told the same at the bound; its filing goes
+			// on, and records what the late create made.
+			wantCode(t, <-first, writes.CodeUnavailable)
+			close(create.release)
+			synctest.Wait()
+			if row := e.row(ledger.KindItem, "k"); !row.Recorded {
+				t.Fatalf("row %+v: the late create was not recorded", row)
+			}
+			e.drain()
+		})
 	})
 
 	t.Run("ARetriedFilingOfARecordedKeyIsAnsweredFromTheLedgerWithNoRequest", func(t *testing.T) {
@@ -307,9 +370,7 @@ func TestEnsureItem(t *testing.T) {
 
 	t.Run("ARetakenClaimLooksTheItemUpAndFilesNothingTwice", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1)
-		_, err := e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeUnavailable)
+		e.crashed("k", tracker.Draft{Title: "x"})
 		e.clock.Advance(31 * time.Second)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
 		if r.How != writes.Found {
@@ -324,39 +385,55 @@ func TestEnsureItem(t *testing.T) {
 	})
 
 	t.Run("AClaimIsRetakenOnlyMoreThan30sLaterWithNothingRecorded", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1)
-		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
-		e.clock.Advance(30 * time.Second)
-		_, err := e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeClaimed)
-		e.clock.Advance(time.Second)
-		e.mustEnsure("k", tracker.Draft{Title: "x"})
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			e.crashed("k", tracker.Draft{Title: "x"})
+			e.clock.Advance(30 * time.Second)
+			// At 30 s the claim still holds: the caller waits for it, and
+			// retakes it the moment it can (a millisecond on).
+			a := answerOf(e, time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
+			if a.err != nil || a.r.How != writes.Found {
+				t.Fatalf("answered %+v, %v; want the item found under the retaken claim", a.r, a.err)
+			}
+			if at := e.clock.Now().Sub(t0); at <= 30*time.Second || at > 30*time.Second+5*time.Millisecond {
+				t.Fatalf("answered at +%v, want just past 30 s", at)
+			}
+			e.drain()
+		})
 	})
 
-	t.Run("ALookupThatFailsUnderARetakenClaimHoldsTheClaim", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1)
-		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
-		e.clock.Advance(31 * time.Second)
-		e.fake.FailNext(faketracker.MethodFind, 1, tracker.RateLimited(time.Second))
-		_, err := e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeUnavailable)
-		// Released, the next attempt's fresh claim would skip the lookup
-		// and file a second item; held, it waits and looks again.
-		_, err = e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeClaimed)
-		e.clock.Advance(31 * time.Second)
-		e.mustEnsure("k", tracker.Draft{Title: "x"})
-		if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
-			t.Fatalf("filed %v", perKey)
-		}
+	t.Run("ALookupThatFailsUnderARetakenClaimHoldsTheClaimAndIsTriedAgain", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			e.crashed("k", tracker.Draft{Title: "x"})
+			e.clock.Advance(31 * time.Second)
+			// The retake's look-up is rate limited, and the one after the
+			// settle too: the caller hears the failure, the claim holds
+			// (released, the next attempt's fresh claim would skip the
+			// look-up and file a second item), and relayr looks again.
+			e.fake.FailNext(faketracker.MethodFind, 2, tracker.RateLimited(3*time.Second))
+			a := answerOf(e, 100*time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
+			wantCode(t, a.err, writes.CodeUnavailable)
+			if row := e.row(ledger.KindItem, "k"); row.Recorded {
+				t.Fatalf("row %+v recorded before any look-up answered", row)
+			}
+			e.drain()
+			row := e.row(ledger.KindItem, "k")
+			if !row.Recorded {
+				t.Fatalf("row %+v: the look-up tried again did not record the item", row)
+			}
+			if c := calls(e); c[faketracker.MethodFind] != 3 || c[faketracker.MethodCreate] != 1 {
+				t.Fatalf("calls %v: want three look-ups (two rate limited) and the one create", c)
+			}
+			if r := e.mustEnsure("k", tracker.Draft{Title: "x"}); r.Item.Ref.ID != row.Ref.ID {
+				t.Fatalf("the retry answered %+v", r)
+			}
+		})
 	})
 
 	t.Run("OnATrackerThatGuardsKeysARetakenClaimCreatesAndReadsTheExistingItemOn409", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
-		e.fake.CrashAfterCreate(1)
-		_, _ = e.ensure("k", tracker.Draft{Title: "x"})
+		e.crashed("k", tracker.Draft{Title: "x"})
 		e.clock.Advance(31 * time.Second)
 		e.fake.ResetCalls()
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
@@ -373,8 +450,7 @@ func TestEnsureItem(t *testing.T) {
 
 	t.Run("TheDraftsLabelsGoOnAnItemFoundUnderARetakenClaim", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1) // Vikunja labels after the create: the crash left none
-		_, _ = e.ensure("k", tracker.Draft{Title: "x", Labels: []string{"ci", "relayr"}})
+		e.crashed("k", tracker.Draft{Title: "x"}) // Vikunja labels after the create: the crash left none
 		if got := e.fake.ItemsByKey("k")[0].Labels; len(got) != 0 {
 			t.Fatalf("labels %v before the retry", got)
 		}
@@ -448,24 +524,43 @@ func TestEnsureItem(t *testing.T) {
 		}
 	})
 
-	t.Run("AllWritesUnderAClaimAreBoundedAt20sAndTheClaimHolds", func(t *testing.T) {
-		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.HangNext(faketracker.MethodCreate, 1)
-		done := make(chan error)
-		go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); done <- err }()
-		if err := e.clock.BlockUntil(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(19 * time.Second)
-		select {
-		case err := <-done:
-			t.Fatalf("gave up before the bound: %v", err)
-		default:
-		}
-		e.clock.Advance(time.Second)
-		wantCode(t, <-done, writes.CodeUnavailable)
-		_, err := e.ensure("k", tracker.Draft{Title: "x"})
-		wantCode(t, err, writes.CodeClaimed)
+	t.Run("AllWritesUnderAClaimAreBoundedAt20sAndTheClaimHoldsUntilALookUpSaysThereIsNone", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			e.fake.HangNext(faketracker.MethodCreate, 1)
+			done := make(chan error)
+			go func() { _, err := e.ensure("k", tracker.Draft{Title: "x"}); done <- err }()
+			synctest.Wait()
+			e.clock.Advance(19 * time.Second)
+			synctest.Wait()
+			select {
+			case err := <-done:
+				t.Fatalf("gave up before the bound: %v", err)
+			default:
+			}
+			e.clock.Advance(time.Second)
+			wantCode(t, <-done, writes.CodeUnavailable)
+			if row := e.row(ledger.KindItem, "k"); row.Recorded {
+				t.Fatalf("row %+v, want the claim held", row)
+			}
+			// A retry waits for relayr's own look-up, Settle after the
+			// request ended: the tracker has none, the claim is freed, and
+			// the retry files the key.
+			a := answerOf(e, 100*time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
+			if a.err != nil || a.r.How != writes.Created {
+				t.Fatalf("the retry answered %+v, %v; want the key filed", a.r, a.err)
+			}
+			if at := e.clock.Now().Sub(t0); at > 20*time.Second+writes.DefaultSettle+time.Second {
+				t.Fatalf("the retry answered at +%v, want within the settle of the bound", at)
+			}
+			if c := calls(e); c[faketracker.MethodFind] != 1 || c[faketracker.MethodCreate] != 2 {
+				t.Fatalf("calls %v: want one look-up and the two creates", c)
+			}
+			if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
+				t.Fatalf("filed %v", perKey)
+			}
+			e.drain()
+		})
 	})
 
 	t.Run("AWriteTheTrackerCertainlyDidNotTakeReleasesTheClaim", func(t *testing.T) {
@@ -501,7 +596,7 @@ func TestEnsureItem(t *testing.T) {
 	// take. The item stands under the key, so the claim holds: released,
 	// a follower would find the item with no claim and publish relayr's
 	// own creation as a person's (found by the chaos run).
-	t.Run("ARetakeThatFailsWhileAnEarlierItemMayStandHoldsTheClaim", func(t *testing.T) {
+	t.Run("ARetakeThatFailsWhileAnEarlierItemMayStandHoldsTheClaimUntilALookUpFindsIt", func(t *testing.T) {
 		for _, c := range []struct {
 			name   string
 			method string
@@ -510,35 +605,34 @@ func TestEnsureItem(t *testing.T) {
 			{"TheLookupAfterA409IsRateLimited", faketracker.MethodFind},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				e := newEnv(t, faketracker.LikePlane)
-				e.fake.CrashAfterCreate(1)
-				if _, err := e.ensure("k", tracker.Draft{Title: "x"}); err == nil {
-					t.Fatal("the crashed create answered success")
-				}
-				e.clock.Advance(31 * time.Second)
-				e.fake.FailNext(c.method, 1, tracker.RateLimited(time.Second))
-				_, err := e.ensure("k", tracker.Draft{Title: "x"})
-				wantCode(t, err, writes.CodeUnavailable)
-				if row := e.row(ledger.KindItem, "k"); row.Recorded {
-					t.Fatalf("the key's row %+v, want it held unrecorded", row)
-				}
-				e.clock.Advance(31 * time.Second)
-				if r := e.mustEnsure("k", tracker.Draft{Title: "x"}); r.How != writes.Found {
-					t.Fatalf("the next attempt answered %+v, want the earlier item found", r)
-				}
-				if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
-					t.Fatalf("%d items filed under the key, want 1", perKey["k"])
-				}
+				synctest.Test(t, func(t *testing.T) {
+					e := newEnv(t, faketracker.LikePlane)
+					e.crashed("k", tracker.Draft{Title: "x"})
+					e.clock.Advance(31 * time.Second)
+					e.fake.FailNext(c.method, 1, tracker.RateLimited(time.Second))
+					var held ledger.Claim
+					e.fake.OnRequest(func() {
+						held, _ = e.ledger.Lookup(context.Background(), ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"})
+					})
+					a := answerOf(e, 100*time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
+					if a.err != nil || a.r.How != writes.Found {
+						t.Fatalf("answered %+v, %v; want the earlier item found by relayr's own look-up", a.r, a.err)
+					}
+					if held.Recorded || held.Nonce == "" {
+						t.Fatalf("the claim while the look-up ran: %+v, want it held unrecorded", held)
+					}
+					if perKey, _ := e.fake.Filed(); perKey["k"] != 1 {
+						t.Fatalf("%d items filed under the key, want 1", perKey["k"])
+					}
+					e.drain()
+				})
 			})
 		}
 	})
 
 	t.Run("AnItemFoundUnderARetakenClaimRecordsWhatTheTrackerHolds", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1)
-		if _, err := e.ensure("k", tracker.Draft{Title: "  Disk full  "}); err == nil {
-			t.Fatal("the crashed create answered success")
-		}
+		e.crashed("k", tracker.Draft{Title: "  Disk full  "})
 		e.clock.Advance(31 * time.Second)
 		// The tracker trims titles, as Plane does: the item found holds
 		// what the draft did not predict.
@@ -555,14 +649,13 @@ func TestEnsureItem(t *testing.T) {
 
 	t.Run("TheFirstClaimersCorrelationIsKeptOnTheRow", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
-		e.fake.CrashAfterCreate(1)
-		_, _ = e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Correlation: "first"})
+		e.crashed("k", tracker.Draft{Title: "x"}) // claimed as run-k
 		e.clock.Advance(31 * time.Second)
 		if _, err := e.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}, Correlation: "second"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.row(ledger.KindItem, "k").Correlation; got != "first" {
-			t.Fatalf("correlation %q, want first", got)
+		if got := e.row(ledger.KindItem, "k").Correlation; got != "run-k" {
+			t.Fatalf("correlation %q, want the first claimer's run-k", got)
 		}
 	})
 
@@ -1159,8 +1252,8 @@ func TestAnUpdateToAKeyWhoseFilingDidNotFinishIsToldWhatResolvesIt(t *testing.T)
 	title := "new"
 	_, err := e.update("k", tracker.Patch{Title: &title})
 	var werr *writes.Error
-	if !errors.As(err, &werr) || werr.Code != writes.CodeClaimed || werr.RetryAfter != writes.DefaultWriteBound {
-		t.Fatalf("an update while the filing may still run answered %v, want tracker_claimed after the write bound", err)
+	if !errors.As(err, &werr) || werr.Code != writes.CodeClaimed || werr.RetryAfter != time.Second {
+		t.Fatalf("an update while the filing may still run answered %v, want tracker_claimed after what filings take (a second, none seen)", err)
 	}
 	e.clock.Advance(writes.DefaultRetakeAfter)
 	if _, err := e.update("k", tracker.Patch{Title: &title}); !errors.As(err, &werr) || werr.Code != writes.CodeClaimed || werr.RetryAfter != time.Second {

@@ -1,0 +1,124 @@
+package writes
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/metrics"
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// A filing in doubt is resolved by relayr, not by the next caller
+// (docs/decisions.md).
+//
+// ADR-0033 holds the claim of a write whose fate is unknown (its answer
+// lost, its request timed out, the write bound passed) until it lapses, and
+// the next caller to retake it looks the item up. Every caller until then
+// was told tracker_claimed, and a caller that gave up first left the key
+// unfiled. So the attempt that ended in doubt looks the item up itself, as
+// soon as it safely can: Settle after its request ended, once the tracker
+// can no longer be acting on it (a request is over when its call returns:
+// its answer came, or relayr closed its connection). Found, it is recorded
+// (with the draft's labels, as under a retaken claim); the tracker
+// confirming there is none frees the claim, and the key is filed again at
+// once. One look-up a key in doubt, whoever waits for it: the attempt stays
+// on the board meanwhile, and every caller of the key waits for its record.
+// A look-up that fails is tried again, backing off, until the claim could
+// be retaken, when ADR-0033's retake takes over.
+
+// doubt is a filing that ended without knowing what the tracker did; err
+// is its failure as a caller would be told it.
+type doubt struct{ err error }
+
+func (d *doubt) Error() string { return d.err.Error() }
+
+func (d *doubt) Unwrap() error { return d.err }
+
+// Backoff of a look-up that failed.
+const (
+	firstRelook = time.Second
+	maxRelook   = 8 * time.Second
+)
+
+// resolve looks up the item a filing in doubt may have made, and answers
+// reply with what it found: the item recorded, errAgain once the claim is
+// freed, or the doubt's failure while a look-up fails. reply's last is set
+// on an answer that ends the doubt.
+func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claimedAt time.Time, d tracker.Draft, cause *doubt, reply func(Result, error, bool)) {
+	w := s.w
+	labels := metrics.Labels{"tenant": k.Tenant, "workspace": k.Workspace}
+	pause := w.opts.Settle
+	for {
+		if err := clock.Sleep(ctx, w.clock, pause); err != nil {
+			reply(Result{}, cause.err, true)
+			return
+		}
+		w.m.Add(metrics.DoubtLookups, 1, labels)
+		res, err := s.lookUp(ctx, k, nonce, d)
+		var again *doubt
+		if !errors.As(err, &again) {
+			reply(res, err, true)
+			return
+		}
+		// Still in doubt: the caller hears the failure, and the look-up is
+		// tried again while the claim cannot be retaken.
+		reply(Result{}, withRetry(cause.err, pause), false)
+		pause = relook(pause, again.err)
+		if w.clock.Now().Add(pause).Sub(claimedAt) > w.opts.RetakeAfter {
+			w.m.Add(metrics.DoubtsLeft, 1, labels)
+			return
+		}
+	}
+}
+
+// lookUp is one look-up of a filing in doubt: the item found is recorded;
+// none frees the claim (errAgain); a failure is a *doubt.
+func (s session) lookUp(ctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
+	lctx, cancel := s.w.clock.WithTimeout(ctx, s.w.opts.WriteBound)
+	defer cancel()
+	var found tracker.Item
+	err := s.call(lctx, func(lctx context.Context, t tracker.Tracker) error {
+		var err error
+		found, err = t.Find(lctx, k.Key)
+		return err
+	})
+	switch {
+	case err == nil:
+		return s.adopt(ctx, lctx, k, nonce, found, d)
+	case errors.Is(err, tracker.ErrNotFound):
+		// The tracker confirms there is none: the claim is freed, and the
+		// key filed again at once. A claim retaken meanwhile is its new
+		// holder's (ErrNonce): claimed again, the key is answered from it.
+		if rerr := s.w.ledger.Release(ctx, k, nonce); rerr != nil && !errors.Is(rerr, ledger.ErrNonce) {
+			return Result{}, &doubt{err: ledgerFailed(rerr)}
+		}
+		return Result{}, errAgain
+	default:
+		return Result{}, &doubt{err: classify(err)}
+	}
+}
+
+// relook is the pause before the next look-up: what a rate limit asked
+// for, else twice the last, from a second up to eight.
+func relook(last time.Duration, err error) time.Duration {
+	var we *Error
+	if errors.As(err, &we) && we.RetryAfter > 0 {
+		return we.RetryAfter
+	}
+	return min(max(2*last, firstRelook), maxRelook)
+}
+
+// withRetry is err with a Retry-After of at least d, for a caller told of
+// a doubt still being resolved.
+func withRetry(err error, d time.Duration) error {
+	var we *Error
+	if !errors.As(err, &we) {
+		return &Error{Code: CodeUnavailable, RetryAfter: max(d, time.Second), Err: err}
+	}
+	out := *we
+	out.RetryAfter = max(out.RetryAfter, d.Round(time.Second), time.Second)
+	return &out
+}
