@@ -40,11 +40,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -93,6 +95,7 @@ type config struct {
 	maxBody   int64
 	writes    int
 	gates     *WriteGates
+	settle    time.Duration
 }
 
 // WithTransport sends requests through rt (a fresh *http.Transport by
@@ -101,6 +104,17 @@ func WithTransport(rt http.RoundTripper) Option { return func(c *config) { c.tra
 
 // WithTimeout sets the timeout of each phase of a request (DefaultTimeout).
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// DefaultWriteSettle is how long after a write given up mid-request the
+// server is taken to be done with it: its slot of the write gate is held
+// that long after its connection was closed (as core/writes waits as long
+// before it looks up a filing in doubt).
+const DefaultWriteSettle = 2 * time.Second
+
+// WithWriteSettle sets how long a write given up mid-request keeps its
+// slot of the server's write gate after its connection was closed
+// (DefaultWriteSettle).
+func WithWriteSettle(d time.Duration) Option { return func(c *config) { c.settle = d } }
 
 // WithClock sets the clock a 429's wait is measured on (time.Now).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
@@ -164,6 +178,9 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	}
 	if cfg.timeout <= 0 {
 		cfg.timeout = DefaultTimeout
+	}
+	if cfg.settle <= 0 {
+		cfg.settle = DefaultWriteSettle
 	}
 	if cfg.transport == nil {
 		cfg.transport = http.DefaultTransport
@@ -266,6 +283,7 @@ type answer struct {
 // it until its answer is read: relayr never makes Vikunja on SQLite lock
 // itself. Reads go at once.
 func (t *Tracker) do(ctx context.Context, method, path string, query url.Values, body any, contentType string) (answer, error) {
+	answered := false
 	if err := ctxErr(ctx); err != nil {
 		return answer{}, err
 	}
@@ -273,7 +291,21 @@ func (t *Tracker) do(ctx context.Context, method, path string, query url.Values,
 		if err := t.writes.enter(ctx); err != nil {
 			return answer{}, err
 		}
-		defer t.writes.leave()
+		// The slot is the server's until the server is done with the
+		// write: at once when its answer was read, else (the request
+		// given up mid-flight, or its answer cut) Settle after its
+		// connection was closed, since Vikunja goes on with a request
+		// whose client left, and a write sent meanwhile would meet it
+		// (vikunja.md §11).
+		var reached atomic.Bool
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { reached.Store(true) }})
+		defer func() {
+			if answered || !reached.Load() {
+				t.writes.leave()
+				return
+			}
+			time.AfterFunc(t.cfg.settle, t.writes.leave)
+		}()
 	}
 	var rd io.Reader
 	if body != nil {
@@ -330,6 +362,7 @@ func (t *Tracker) do(ctx context.Context, method, path string, query url.Values,
 	case int64(len(b)) > t.cfg.maxBody:
 		return answer{}, classify(0, nil, nil, fmt.Errorf("%w (%d bytes)", errTooLarge, t.cfg.maxBody), t.cfg.now())
 	}
+	answered = true
 	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
 	if err := classify(resp.StatusCode, resp.Header, b, nil, t.cfg.now()); err != nil {
 		return a, fmt.Errorf("%s %s: %w", method, path, err)

@@ -69,13 +69,15 @@ func (g *WriteGates) gate(baseURL string, n int) (*writeGate, error) {
 	return w, nil
 }
 
-// enter waits for a slot; it fails, taking none, when ctx ends first.
+// enter waits for a slot; it fails, taking none, when ctx ends first,
+// with an error that says the write was never sent (tracker.NotSent): its
+// claim is released at once.
 func (w *writeGate) enter(ctx context.Context) error {
 	select {
 	case w.slot <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: waiting for the server's other writes: %w", tracker.ErrUnavailable, ctx.Err())
+		return tracker.NotSent(fmt.Errorf("waiting for the server's other writes: %w", ctx.Err()))
 	}
 }
 

@@ -1,6 +1,7 @@
 package vikunja_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -165,4 +166,70 @@ func TestOneServerHasOneSetting(t *testing.T) {
 	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(4)); err != nil {
 		t.Fatalf("another server: %v", err)
 	}
+}
+
+// A write given up mid-request keeps the server's slot until the server
+// can no longer be acting on it: its connection closed and the settle
+// passed. Vikunja on SQLite goes on with a request whose client left, so
+// a write sent at once would meet it and be refused as locked; relayr's
+// next write waits, and nothing relayr sends meets its own writes.
+func TestAWriteGivenUpMidRequestKeepsTheServersSlotUntilItSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Each write holds the database for 3 s; the first's caller gives
+		// up after 1 s, and relayr takes the server to be done 3 s after.
+		e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
+		s := memnet.NewServer(e)
+		defer s.Close()
+		defer e.Close()
+		project := e.CreateProject("Lattice", "LAT")
+		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
+			vikunja.WithTransport(s.Transport()), vikunja.WithWriteSettle(3*time.Second), vikunja.WithWriteGates(vikunja.NewWriteGates()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		gaveUp, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := tr.Create(gaveUp, "k1", tracker.Draft{Title: "first"}); !errors.Is(err, tracker.ErrUnavailable) || tracker.CertainlyNotTaken(err) {
+			t.Fatalf("the write given up: %v, want unavailable and not certainly untaken", err)
+		}
+		if _, err := tr.Create(t.Context(), "k2", tracker.Draft{Title: "second"}); err != nil {
+			t.Fatalf("the next write: %v", err)
+		}
+		if n := e.Locked(); n != 0 {
+			t.Fatalf("%d writes refused as locked: relayr's next write met the one it gave up", n)
+		}
+		if took := time.Since(start); took < 4*time.Second {
+			t.Fatalf("the next write went %v after the first began, before the first could settle", took)
+		}
+	})
+}
+
+// A write that waited for the server's slot and gave up was never sent:
+// it says so (tracker.ErrNotSent), and its claim is released at once.
+func TestAWriteThatGaveUpWaitingForTheSlotWasNeverSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
+		s := memnet.NewServer(e)
+		defer s.Close()
+		defer e.Close()
+		project := e.CreateProject("Lattice", "LAT")
+		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
+			vikunja.WithTransport(s.Transport()), vikunja.WithWriteGates(vikunja.NewWriteGates()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "first"}); done <- err }()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err = tr.Create(ctx, "k2", tracker.Draft{Title: "second"})
+		if !errors.Is(err, tracker.ErrNotSent) || !tracker.CertainlyNotTaken(err) || !errors.Is(err, tracker.ErrUnavailable) {
+			t.Fatalf("the write that waited: %v, want never sent", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

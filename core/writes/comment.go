@@ -37,7 +37,10 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	if strings.TrimSpace(p.Body) == "" {
 		return CommentResult{}, wrap(CodeInvalid, &tracker.InvalidError{Field: "body", Reason: "is empty"})
 	}
-	if err := tracker.ValidateName("item key", p.ItemKey); err != nil {
+	if err := tracker.ValidateText("body", p.Body); err != nil {
+		return CommentResult{}, wrap(CodeInvalid, err)
+	}
+	if err := tracker.ValidateName("item_key", p.ItemKey); err != nil {
 		return CommentResult{}, wrap(CodeInvalid, err)
 	}
 	if err := checkCorrelation(p.Correlation); err != nil {

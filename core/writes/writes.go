@@ -359,8 +359,8 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 }
 
 // fly runs a filing to its end, and answers it once: what it made, or how
-// it failed, or, in doubt, what the look-up that resolves it found
-// (doubt.go). The attempt leaves the board before an answer that ends it,
+// it failed; in doubt, that it is in doubt, and it then resolves the doubt
+// (doubt.go), its callers waiting on the board. The attempt leaves the board before an answer that ends it,
 // so that a caller told to claim again never waits for its own attempt,
 // and once its doubt is resolved or left to the retake.
 func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Claim, outcome ledger.Outcome, p EnsureParams, draft tracker.Draft, answer chan<- filed) {
@@ -387,6 +387,9 @@ func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Cl
 		reply(res, err, true)
 		return
 	}
+	// In doubt: the caller hears so at once, told to come back once the
+	// look-up can have answered, and relayr looks the item up.
+	reply(Result{}, withRetry(d.err, w.opts.Settle+time.Second), false)
 	s.resolve(ctx, k, row.Nonce, row.ClaimedAt, draft, d, reply)
 } // filed is a filing's answer.
 type filed struct {

@@ -108,8 +108,9 @@ func OpenStore(ctx context.Context, c *config.Config, s *config.Secrets, migrate
 	}
 }
 
-// Connector makes a binding's connector.
-func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector, error) {
+// Connector makes a binding's connector, its requests timed by t (each
+// phase, and a Vikunja write's settle after it was given up).
+func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) (tracker.Connector, error) {
 	switch b.Tracker {
 	case plane.Kind:
 		var client *http.Client
@@ -118,7 +119,7 @@ func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector
 		}
 		return plane.NewConnector(plane.Config{
 			BaseURL: b.BaseURL, WebURL: b.WebURL, Workspace: b.PlaneWorkspace, Project: b.Project,
-			Identifier: b.Identifier, Namespace: b.Namespace, Client: client,
+			Identifier: b.Identifier, Namespace: b.Namespace, Client: client, Timeout: t.RequestTimeout.Duration,
 		})
 	case vikunja.Kind:
 		id, err := strconv.ParseInt(b.Project, 10, 64)
@@ -127,7 +128,8 @@ func Connector(b config.Binding, transport http.RoundTripper) (tracker.Connector
 		}
 		// One write at a time to the server unless the binding allows more
 		// (config checks every binding of a server says the same).
-		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites)}
+		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites),
+			vikunja.WithTimeout(t.RequestTimeout.Duration), vikunja.WithWriteSettle(t.WriteSettle.Duration)}
 		if transport != nil {
 			opts = append(opts, vikunja.WithTransport(transport))
 		}
@@ -142,7 +144,7 @@ func Bindings(c *config.Config, transport http.RoundTripper) ([]binding.Binding,
 	var out []binding.Binding
 	pools := NewPools(transport, c.TrackerConns)
 	for _, b := range c.Bindings {
-		conn, err := Connector(b, pools.For(b.BaseURL))
+		conn, err := Connector(b, c.Timings, pools.For(b.BaseURL))
 		if err != nil {
 			return nil, fmt.Errorf("binding %s/%s: %w", b.Tenant, b.Workspace, err)
 		}
@@ -193,7 +195,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m,
 		Options: writes.Options{
 			RetakeAfter: t.RetakeAfter.Duration, WriteBound: t.WriteBound.Duration,
-			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit,
+			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit, Settle: t.WriteSettle.Duration,
 		},
 	})
 	holder := holderName(c.Holder)

@@ -78,6 +78,14 @@ type Timings struct {
 	Debounce       Duration `toml:"debounce"`        // 2s: a nudge's debounce
 	RetakeAfter    Duration `toml:"retake_after"`    // 30s: an unrecorded claim is retaken after
 	WriteBound     Duration `toml:"write_bound"`     // 20s: all writes under a claim
+	// RequestTimeout bounds each phase of a tracker request (ADR-0033's
+	// 10 s): connecting, writing it, the answer's headers, its body.
+	RequestTimeout Duration `toml:"request_timeout"`
+	// WriteSettle is how long after a write ended in doubt (its answer
+	// lost, or given up mid-request) the tracker is taken to be done with
+	// it: relayr then looks the item up itself, and a Vikunja server's
+	// write slot is held until then (2s).
+	WriteSettle Duration `toml:"write_settle"`
 	CapWindow      Duration `toml:"cap_window"`      // 1h: the loop cap's window
 	CapLimit       int      `toml:"cap_limit"`       // 20: writes to one item in the window
 	Budget         int      `toml:"budget"`          // 40: requests a minute per tenant's key
@@ -330,6 +338,16 @@ func (c *Config) validate() []string {
 	// would let a second attempt file while the first still creates.
 	if wb, ra := c.Timings.WriteBound.Or(writes.DefaultWriteBound), c.Timings.RetakeAfter.Or(writes.DefaultRetakeAfter); wb >= ra {
 		add("timings: write_bound (%s) must be shorter than retake_after (%s), or a slow create could be filed twice", wb, ra)
+	}
+	// A request's phase fits in the write bound, or no filing could end
+	// within it; a filing in doubt is looked up before its claim could be
+	// retaken, so the look-up, not a retake's, resolves it.
+	wb, ra := c.Timings.WriteBound.Or(writes.DefaultWriteBound), c.Timings.RetakeAfter.Or(writes.DefaultRetakeAfter)
+	if rt := c.Timings.RequestTimeout.Or(vikunja.DefaultTimeout); rt > wb {
+		add("timings: request_timeout (%s) must be at most write_bound (%s): a filing is several requests within the bound", rt, wb)
+	}
+	if st := c.Timings.WriteSettle.Or(writes.DefaultSettle); wb+st >= ra {
+		add("timings: write_bound (%s) plus write_settle (%s) must be shorter than retake_after (%s), so relayr looks up a filing in doubt before its claim can be retaken", wb, st, ra)
 	}
 	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {
 		add("timings: cap_limit and budget must be positive")

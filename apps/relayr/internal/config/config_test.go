@@ -150,6 +150,12 @@ func TestRefusals(t *testing.T) {
 		{"AWriteBoundPastTheRetake", func(s string) string {
 			return strings.Replace(s, "[timings]\n", "[timings]\nwrite_bound = \"45s\"\n", 1)
 		}, "timings: write_bound (45s) must be shorter than retake_after (30s)"},
+		{"ARequestTimeoutPastTheWriteBound", func(s string) string {
+			return strings.Replace(s, "[timings]\n", "[timings]\nrequest_timeout = \"25s\"\n", 1)
+		}, "timings: request_timeout (25s) must be at most write_bound (20s)"},
+		{"ASettleThatReachesTheRetake", func(s string) string {
+			return strings.Replace(s, "[timings]\n", "[timings]\nwrite_settle = \"10s\"\n", 1)
+		}, "timings: write_bound (20s) plus write_settle (10s) must be shorter than retake_after (30s)"},
 		{"ADuplicateBinding", func(s string) string {
 			i := strings.Index(s, "[[bindings]]")
 			j := strings.Index(s, "[[subscriptions]]")

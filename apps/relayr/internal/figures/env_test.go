@@ -236,7 +236,7 @@ func forward(c *http.Client, url string, h http.Header, body []byte) {
 func direct(tb testing.TB, emu emulation) tracker.Tracker {
 	tb.Helper()
 	b := emu.Binding()
-	conn, err := app.Connector(b, loopback())
+	conn, err := app.Connector(b, config.Timings{}, loopback())
 	if err != nil {
 		tb.Fatal(err)
 	}
