@@ -56,6 +56,13 @@ func runFile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	req.State, req.Labels = tracker.State(*state), ls
+	// What is sent is checked as the API checks it: JSON would carry a
+	// value that is not UTF-8 rewritten, never refused (tracker.Quote
+	// keeps the refusal short).
+	if err := checkFiling(req); err != nil {
+		fmt.Fprintf(stderr, "relayr file: %v\n", err)
+		return exitUsage
+	}
 	var res httpapi.ItemResponse
 	if err := c.do(ctx, "POST", c.workspacePath("/items/ensure"), req, &res); err != nil {
 		fmt.Fprintf(stderr, "relayr file: %v\n", err)
@@ -122,4 +129,17 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitOK
 		}
 	}
+}
+
+// checkFiling checks a filing's values before they are sent, by the rules
+// the write path applies: the key, the draft, and a correlation that is
+// UTF-8.
+func checkFiling(req httpapi.EnsureRequest) error {
+	if err := tracker.ValidateKey(req.Key); err != nil {
+		return err
+	}
+	if err := tracker.ValidateDraft(tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels}); err != nil {
+		return err
+	}
+	return tracker.ValidateText("correlation", req.Correlation)
 }

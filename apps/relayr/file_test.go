@@ -71,6 +71,28 @@ func TestFileExitCodesTellRetryFromGiveUp(t *testing.T) {
 			t.Fatalf("exit %d, want %d", code, exitRetry)
 		}
 	})
+	t.Run("TextThatIsNotUTF8OrHoldsNULIsUsageAndNothingIsSent", func(t *testing.T) {
+		sent := false
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { sent = true; w.WriteHeader(201) }))
+		defer srv.Close()
+		t.Setenv("RELAYR_TOKEN", "tok")
+		for _, c := range [][]string{
+			{"-key", "a\xffb", "-title", "t"},
+			{"-key", "k", "-title", "a\x00b"},
+			{"-key", "k", "-title", "t", "-label", "l\xfe"},
+			{"-key", "k", "-title", "t", "-description", "d\x00"},
+			{"-key", "k", "-title", "t", "-correlation", "r\xff"},
+		} {
+			var out bytes.Buffer
+			a := append([]string{"file", "-url", srv.URL, "-tenant", "acme", "-workspace", "ops"}, c...)
+			if code := run(context.Background(), a, &out, &out); code != exitUsage {
+				t.Fatalf("%q: exit %d, want %d: %s", c, code, exitUsage, out.String())
+			}
+		}
+		if sent {
+			t.Fatal("a refused filing was sent")
+		}
+	})
 	t.Run("WhatNoRetryHelpsIsUsageOrGiveUp", func(t *testing.T) {
 		for _, c := range []struct {
 			name, url, token string

@@ -280,6 +280,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { a.notifyDelivery(runCtx) })
 
 	srv := httpapi.NewServer(ln.Addr().String(), a.API)
+	fresh := &freshConns{conns: map[net.Conn]bool{}}
+	srv.ConnState = fresh.track
+	ln = &closeOnce{Listener: ln}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.Logger.Info("relayr serving", "addr", ln.Addr().String(), "bindings", len(a.Config.Bindings), "ledger", a.Config.Ledger.Driver)
@@ -302,7 +305,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	grace := a.Config.Timings.ShutdownGrace.Or(25 * time.Second)
 	sctx, scancel := context.WithTimeout(context.Background(), grace)
 	defer scancel()
-	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+	// No connection is taken from now on, and a feed read waiting, or
+	// arriving, answers at once. net/http's Shutdown drops, unanswered, a
+	// request it reads after it began: the connections already taken have
+	// their first request read before it, so a read sent before the
+	// signal is answered however loaded the machine.
+	_ = ln.Close()
+	a.API.Drain()
+	fresh.settle(sctx, firstRequestWait)
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil && !errors.Is(serr, net.ErrClosed) {
 		err = serr
 	}
 	<-stopped
@@ -312,6 +323,57 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// firstRequestWait bounds how long a shutdown waits for the connections
+// already taken to send their first request: a client that opened one and
+// sent nothing for that long is no read waiting to be answered.
+const firstRequestWait = 2 * time.Second
+
+// freshConns are the server's connections whose first request has not
+// been read yet (http.StateNew).
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.conns[c] = true
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+// settle waits until no connection is fresh, for at most d or until ctx
+// ends, looking every 5 ms (a real server's connections, on no clock a
+// test steps).
+func (f *freshConns) settle(ctx context.Context, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		f.mu.Lock()
+		n := len(f.conns)
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closeOnce is a listener closed once: Run closes it before the server's
+// Shutdown, which closes it again.
+type closeOnce struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *closeOnce) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
 }
 
 // notifyDelivery wakes the delivery followers of a workspace when its log

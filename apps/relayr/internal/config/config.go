@@ -70,14 +70,14 @@ type Log struct {
 
 // Timings are every timing of the seeds, with their defaults.
 type Timings struct {
-	Lease          Duration `toml:"lease"`           // 30s: a follower's lease (ADR-0015)
-	Poll           Duration `toml:"poll"`            // 30s: a tracker follower's poll (ADR-0036)
-	Lookback       Duration `toml:"lookback"`        // 2m: a poll reads from this long before its cursor
-	Sweep          Duration `toml:"sweep"`           // 24h: the sweep for removed items, at the least
-	SweepMin       Duration `toml:"sweep_min"`       // 1m: a sweep may come this soon on an idle budget
-	Debounce       Duration `toml:"debounce"`        // 2s: a nudge's debounce
-	RetakeAfter    Duration `toml:"retake_after"`    // 30s: an unrecorded claim is retaken after
-	WriteBound     Duration `toml:"write_bound"`     // 20s: all writes under a claim
+	Lease       Duration `toml:"lease"`        // 30s: a follower's lease (ADR-0015)
+	Poll        Duration `toml:"poll"`         // 30s: a tracker follower's poll (ADR-0036)
+	Lookback    Duration `toml:"lookback"`     // 2m: a poll reads from this long before its cursor
+	Sweep       Duration `toml:"sweep"`        // 24h: the sweep for removed items, at the least
+	SweepMin    Duration `toml:"sweep_min"`    // 1m: a sweep may come this soon on an idle budget
+	Debounce    Duration `toml:"debounce"`     // 2s: a nudge's debounce
+	RetakeAfter Duration `toml:"retake_after"` // 30s: an unrecorded claim is retaken after
+	WriteBound  Duration `toml:"write_bound"`  // 20s: all writes under a claim
 	// RequestTimeout bounds each phase of a tracker request (ADR-0033's
 	// 10 s): connecting, writing it, the answer's headers, its body.
 	RequestTimeout Duration `toml:"request_timeout"`
@@ -85,7 +85,7 @@ type Timings struct {
 	// lost, or given up mid-request) the tracker is taken to be done with
 	// it: relayr then looks the item up itself, and a Vikunja server's
 	// write slot is held until then (2s).
-	WriteSettle Duration `toml:"write_settle"`
+	WriteSettle    Duration `toml:"write_settle"`
 	CapWindow      Duration `toml:"cap_window"`      // 1h: the loop cap's window
 	CapLimit       int      `toml:"cap_limit"`       // 20: writes to one item in the window
 	Budget         int      `toml:"budget"`          // 40: requests a minute per tenant's key
@@ -435,12 +435,15 @@ func (c *Config) validate() []string {
 			add("%s: vikunja's project is a number, not %q", where, b.Project)
 		}
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
-			add("%s: defaults.state %q is not backlog, todo, started, done or cancelled", where, s)
+			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))
 		}
 		// Defaults join every draft after the caller's is checked: one a
 		// tracker can't keep would refuse every filing as the caller's.
 		if err := tracker.ValidateDraft(tracker.Draft{Title: "defaults", Labels: b.Defaults.Labels}); err != nil {
 			add("%s: defaults.labels: %v", where, err)
+		}
+		if err := tracker.ValidateText("description", b.Defaults.Description); err != nil {
+			add("%s: defaults.description: %v", where, err)
 		}
 		switch {
 		case b.ConcurrentWrites < 0:

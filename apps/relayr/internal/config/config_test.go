@@ -144,6 +144,9 @@ func TestRefusals(t *testing.T) {
 		{"AHolderTooLongForItsRunsSuffix", func(s string) string {
 			return strings.Replace(s, `operator_token = {env = "OP"}`, "operator_token = {env = \"OP\"}\nholder = \""+strings.Repeat("h", 252)+"\"", 1)
 		}, "holder: is 252 bytes, over 251"},
+		{"ANULInTheDefaultDescription", func(s string) string {
+			return strings.Replace(s, `labels = ["relayr"]`, "labels = [\"relayr\"]\ndescription = \"a\\u0000b\"", 1)
+		}, "defaults.description: invalid description: holds the control character"},
 		{"ABlankDefaultLabel", func(s string) string {
 			return strings.Replace(s, `labels = ["relayr"]`, `labels = ["  "]`, 1)
 		}, "defaults.labels: invalid labels: holds a blank label"},
