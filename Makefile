@@ -81,6 +81,7 @@ bench: db nats
 		./core/follow ./core/ledger/memledger ./adapters/httpapi ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkBeat$$' -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSecondReplicasWait$$' -benchtime 100x -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt
 	set -o pipefail; for pkg in ./adapters/ledgersqlite ./adapters/ledgerpg; do \
 		$(GO) test -run '^$$' -bench '^BenchmarkFiling$$' -benchtime 2s -count 3 -timeout 30m $$pkg | tee -a bin/bench.txt || exit 1; \
 	done

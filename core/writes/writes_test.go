@@ -190,8 +190,8 @@ func TestEnsureItem(t *testing.T) {
 			if a.err != nil || a.r.Item.Ref.ID != "it-9" || a.r.How != writes.Existing {
 				t.Fatalf("answered %+v, %v; want the holder's item", a.r, a.err)
 			}
-			if at := e.clock.Now().Sub(t0); at > 300*time.Millisecond+500*time.Millisecond {
-				t.Fatalf("answered at +%v, want within a re-read of the record at +300ms", at)
+			if at := e.clock.Now().Sub(t0); at > 300*time.Millisecond+100*time.Millisecond {
+				t.Fatalf("answered at +%v, want within 100 ms of the record at +300ms", at)
 			}
 			if e.fake.TotalCalls() != 0 {
 				t.Fatalf("a held claim sent %v", calls(e))

@@ -290,6 +290,16 @@ func (r results) replicaRows() []row {
 			count(v), "budget 40 (120 a minute before: 40 per replica)", ratio(v, 40)})
 	}
 	for _, store := range []string{"Postgres", "PostgresRLS"} {
+		if p50, ok := r.get("SecondReplicasWait/"+store, "p50-ms"); ok {
+			v := num(p50) + " ms"
+			if p99, ok := r.get("SecondReplicasWait/"+store, "p99-ms"); ok {
+				v += " (p99 " + num(p99) + " ms)"
+			}
+			rows = append(rows, row{"A caller on another replica than the holder's, answered past the holder's record, median, " + store,
+				v, "the write bound's 20 s before (tracker_claimed, Retry-After 20)", "–"})
+		}
+	}
+	for _, store := range []string{"Postgres", "PostgresRLS"} {
 		if v, ok := r.get("Beat/"+store, "ms/beat"); ok {
 			rows = append(rows, row{"Ledger cost of sharing leases and budget, " + store + ": one heartbeat a replica every 10 s, none per tracker request",
 				num(v) + " ms/beat", "–", "–"})

@@ -119,7 +119,7 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 		}
 		return plane.NewConnector(plane.Config{
 			BaseURL: b.BaseURL, WebURL: b.WebURL, Workspace: b.PlaneWorkspace, Project: b.Project,
-			Identifier: b.Identifier, Namespace: b.Namespace, Client: client, Timeout: t.RequestTimeout.Duration,
+			Identifier: b.Identifier, Namespace: b.Namespace, Client: client, Timeout: t.Requests(),
 		})
 	case vikunja.Kind:
 		id, err := strconv.ParseInt(b.Project, 10, 64)
@@ -129,7 +129,7 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 		// One write at a time to the server unless the binding allows more
 		// (config checks every binding of a server says the same).
 		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites),
-			vikunja.WithTimeout(t.RequestTimeout.Duration), vikunja.WithWriteSettle(t.WriteSettle.Duration)}
+			vikunja.WithTimeout(t.Requests()), vikunja.WithWriteSettle(t.Settle())}
 		if transport != nil {
 			opts = append(opts, vikunja.WithTransport(transport))
 		}
@@ -195,7 +195,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m,
 		Options: writes.Options{
 			RetakeAfter: t.RetakeAfter.Duration, WriteBound: t.WriteBound.Duration,
-			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit, Settle: t.WriteSettle.Duration,
+			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit, Settle: t.Settle(),
 		},
 	})
 	holder := holderName(c.Holder)

@@ -79,12 +79,14 @@ type Timings struct {
 	RetakeAfter Duration `toml:"retake_after"` // 30s: an unrecorded claim is retaken after
 	WriteBound  Duration `toml:"write_bound"`  // 20s: all writes under a claim
 	// RequestTimeout bounds each phase of a tracker request (ADR-0033's
-	// 10 s): connecting, writing it, the answer's headers, its body.
+	// 10 s, or the write bound when shorter; see Requests): connecting,
+	// writing it, the answer's headers, its body.
 	RequestTimeout Duration `toml:"request_timeout"`
 	// WriteSettle is how long after a write ended in doubt (its answer
 	// lost, or given up mid-request) the tracker is taken to be done with
 	// it: relayr then looks the item up itself, and a Vikunja server's
-	// write slot is held until then (2s).
+	// write slot is held until then (2s, or less where the write bound
+	// leaves less before the retake; see Settle).
 	WriteSettle    Duration `toml:"write_settle"`
 	CapWindow      Duration `toml:"cap_window"`      // 1h: the loop cap's window
 	CapLimit       int      `toml:"cap_limit"`       // 20: writes to one item in the window
@@ -222,6 +224,26 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // Or answers d, or def when d was not set.
+// Requests answers request_timeout: as set, else ADR-0033's 10 s, or the
+// write bound where that is shorter (a bound of 5 s needs no timeout set
+// beside it).
+func (t Timings) Requests() time.Duration {
+	if t.RequestTimeout.Duration > 0 {
+		return t.RequestTimeout.Duration
+	}
+	return min(vikunja.DefaultTimeout, t.WriteBound.Or(writes.DefaultWriteBound))
+}
+
+// Settle answers write_settle: as set, else 2 s, or half of what the write
+// bound leaves before the retake where that is shorter.
+func (t Timings) Settle() time.Duration {
+	if t.WriteSettle.Duration > 0 {
+		return t.WriteSettle.Duration
+	}
+	left := t.RetakeAfter.Or(writes.DefaultRetakeAfter) - t.WriteBound.Or(writes.DefaultWriteBound)
+	return max(min(writes.DefaultSettle, left/2), time.Millisecond)
+}
+
 func (d Duration) Or(def time.Duration) time.Duration {
 	if d.Duration == 0 {
 		return def
@@ -343,10 +365,10 @@ func (c *Config) validate() []string {
 	// within it; a filing in doubt is looked up before its claim could be
 	// retaken, so the look-up, not a retake's, resolves it.
 	wb, ra := c.Timings.WriteBound.Or(writes.DefaultWriteBound), c.Timings.RetakeAfter.Or(writes.DefaultRetakeAfter)
-	if rt := c.Timings.RequestTimeout.Or(vikunja.DefaultTimeout); rt > wb {
+	if rt := c.Timings.RequestTimeout.Duration; rt > wb {
 		add("timings: request_timeout (%s) must be at most write_bound (%s): a filing is several requests within the bound", rt, wb)
 	}
-	if st := c.Timings.WriteSettle.Or(writes.DefaultSettle); wb+st >= ra {
+	if st := c.Timings.WriteSettle.Duration; st > 0 && wb+st >= ra {
 		add("timings: write_bound (%s) plus write_settle (%s) must be shorter than retake_after (%s), so relayr looks up a filing in doubt before its claim can be retaken", wb, st, ra)
 	}
 	if c.Timings.CapLimit < 0 || c.Timings.Budget < 0 {

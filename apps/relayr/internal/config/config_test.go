@@ -350,3 +350,23 @@ func TestWarnings(t *testing.T) {
 		t.Fatalf("the defaults warn %q", w)
 	}
 }
+
+// request_timeout and write_settle left out follow a shortened write
+// bound: ADR-0033's 10 s a phase and the 2 s settle, or what fits.
+func TestRequestTimeoutAndSettleFollowAShortWriteBound(t *testing.T) {
+	for _, c := range []struct {
+		t                 config.Timings
+		requests, settles time.Duration
+	}{
+		{config.Timings{}, 10 * time.Second, 2 * time.Second},
+		{config.Timings{WriteBound: config.Duration{Duration: 2 * time.Second}, RetakeAfter: config.Duration{Duration: 4 * time.Second}}, 2 * time.Second, time.Second},
+		{config.Timings{RequestTimeout: config.Duration{Duration: 3 * time.Second}, WriteSettle: config.Duration{Duration: 5 * time.Second}}, 3 * time.Second, 5 * time.Second},
+	} {
+		if got := c.t.Requests(); got != c.requests {
+			t.Errorf("%+v: requests %v, want %v", c.t, got, c.requests)
+		}
+		if got := c.t.Settle(); got != c.settles {
+			t.Errorf("%+v: settle %v, want %v", c.t, got, c.settles)
+		}
+	}
+}
