@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/binding"
@@ -183,4 +182,3 @@ func BenchmarkSecondReplicasWait(b *testing.B) {
 		})
 	}
 }
-

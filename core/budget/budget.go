@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http/httptrace"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,10 @@ type Budget struct {
 type account struct {
 	writes []time.Time // requests of writes in the window, oldest first
 	reads  []time.Time // requests of followers in the window, oldest first
+	// joined is what the replicas already running had spent of the key's
+	// minute when this one joined them (Join), counted as sent then: the
+	// followers' requests leave room for them until they leave the window.
+	joined []time.Time
 	// tat is the pacer's theoretical arrival time (GCRA): the followers'
 	// next request is due at tat, and may come up to the burst before it.
 	tat time.Time
@@ -177,6 +182,40 @@ func (b *Budget) Inherit(key string, n int) {
 	}
 }
 
+// Join counts n requests of key that the live replicas this one joins
+// spent in their last minute (their heartbeats' count, at this one's first
+// beat), as sent now: until they leave the window, this replica's
+// followers spend only what its share leaves beside them. The replicas
+// already running keep each to its own share once they see this one, but
+// what they spent before is still in the tracker's minute: without it, a
+// replica started 10 s after another spent its share on top of the
+// other's whole minute (45 requests of a budget of 40 in the first 60 s).
+func (b *Budget) Join(key string, n int) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	a := b.account(key, now)
+	for range min(n, b.limit) {
+		a.joined = append(a.joined, now)
+	}
+}
+
+// readsInWindow are the followers' requests in the window with what the
+// replicas joined had spent (Join), oldest first; b.mu is held.
+func (a *account) readsInWindow() []time.Time {
+	if len(a.joined) == 0 {
+		return a.reads
+	}
+	out := make([]time.Time, 0, len(a.joined)+len(a.reads))
+	out = append(out, a.joined...)
+	out = append(out, a.reads...)
+	slices.SortFunc(out, func(x, y time.Time) int { return x.Compare(y) })
+	return out
+}
+
 // Replicas answers how many replicas this one reckons share each key's
 // limit now.
 func (b *Budget) Replicas() int {
@@ -226,6 +265,7 @@ func (b *Budget) account(key string, now time.Time) *account {
 	}
 	a.writes = prune(a.writes, now)
 	a.reads = prune(a.reads, now)
+	a.joined = prune(a.joined, now)
 	b.settle(now)
 	return a
 }
@@ -512,7 +552,7 @@ func (b *Budget) hasSpare(key string, now time.Time, keep int) bool {
 	a := b.account(key, now)
 	reserve := int(b.floorNeed(a) + 0.999)
 	room := b.share() - keep - a.reserved - a.extra
-	if len(a.writes)+len(a.reads) >= room || len(a.reads)+reserve >= room {
+	if len(a.writes)+len(a.reads)+len(a.joined) >= room || len(a.reads)+len(a.joined)+reserve >= room {
 		if keep == 0 {
 			a.spareDenied++
 			b.m.Add(metrics.SpareRefused, 1, metrics.Labels{"key": key})
@@ -540,8 +580,8 @@ func (b *Budget) paced(a *account, now time.Time) time.Duration {
 	wait := a.tat.Add(-b.burst()).Sub(now)
 	// The minute keeps room for the call's first request, what it may
 	// send beyond it, and what the calls under way may still send.
-	if room := max(1, b.share()-a.extra-a.reserved); len(a.reads) >= room {
-		wait = max(wait, a.reads[len(a.reads)-room].Add(Window).Sub(now)+time.Nanosecond)
+	if reads, room := a.readsInWindow(), max(1, b.share()-a.extra-a.reserved); len(reads) >= room {
+		wait = max(wait, reads[len(reads)-room].Add(Window).Sub(now)+time.Nanosecond)
 	}
 	return wait
 }

@@ -156,13 +156,14 @@ func (f *follower) run(ctx context.Context) error {
 			}
 			// A replica holding its share takes no more (share.go): the
 			// binding is another's, and a replica under its share takes it.
-			if !fs.share.under() {
+			if !fs.share.reserve() {
 				if !f.wait(ctx, o.renewEvery(), nil) {
 					return nil
 				}
 				continue
 			}
 			if err := ls.take(ctx); err != nil {
+				fs.share.release() // the reservation
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
 				}
@@ -173,7 +174,6 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
-			fs.share.took()
 			counted = true
 			now := fs.clock.Now()
 			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)

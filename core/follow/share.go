@@ -15,8 +15,10 @@ import (
 // and each aims at its fair share, ceil(bindings / live holders).
 //
 //   - A follower tries to take its lease only while the replica holds
-//     fewer than its share (under), so a start, or a takeover after a kill, spreads
-//     over the replicas instead of going to whichever asks first.
+//     fewer than its share, counting it before it tries (reserve), so a
+//     start, or a takeover after a kill, spreads over the replicas instead
+//     of going to whichever asks first, and no replica takes past its
+//     share.
 //   - At renewal, a replica over its share gives the lease up instead of
 //     renewing it (giveUp), one lease at a time, so a replica that started
 //     or came back takes its share from the others within about a lease.
@@ -61,14 +63,24 @@ func (s *share) set(hs []ledger.Holder, now time.Time) {
 	s.mu.Unlock()
 }
 
-// under reports whether the replica holds fewer leases than its share:
-// only then does a follower try to take its lease. Followers that try at
-// once may take a few past the share; the surplus goes back at their
-// renewals (giveUp).
-func (s *share) under() bool { return s.held.Load() < s.fair.Load() }
-
-// took counts a lease taken.
-func (s *share) took() { s.held.Add(1) }
+// reserve counts a lease about to be taken, if the replica holds fewer
+// than its share, and answers whether it did: only then does a follower
+// try to take its lease, and one that fails to gives the count back
+// (release). Counted before the take, followers trying at once never take
+// past the share: after a kill, the survivors each take their new share
+// and no more, instead of the first to ask taking most of the dead
+// replica's (182 of 300 where the fair share was 150).
+func (s *share) reserve() bool {
+	for {
+		h := s.held.Load()
+		if h >= s.fair.Load() {
+			return false
+		}
+		if s.held.CompareAndSwap(h, h+1) {
+			return true
+		}
+	}
+}
 
 // giveUp uncounts a held lease if the replica holds more than its share,
 // and answers whether it did: the caller then releases the lease instead
@@ -160,16 +172,27 @@ func (fs *Followers) beat(ctx context.Context) {
 		if first {
 			// What replicas gone within the minute spent is still in the
 			// tracker's minute: a replica that starts leaves room for it.
-			gone := map[string]int{}
+			// So is what the live ones spent before they see this one: it
+			// joins them with that counted (budget.Join), and spends what
+			// its share leaves beside it.
+			gone, live := map[string]int{}, map[string]int{}
 			for _, h := range hs {
-				if !h.Alive(now) && h.Name != fs.holder {
-					for k, n := range h.Spent {
-						gone[k] += n
-					}
+				if h.Name == fs.holder {
+					continue
+				}
+				into := gone
+				if h.Alive(now) {
+					into = live
+				}
+				for k, n := range h.Spent {
+					into[k] += n
 				}
 			}
 			for k, n := range gone {
 				fs.budget.Inherit(k, n)
+			}
+			for k, n := range live {
+				fs.budget.Join(k, n)
 			}
 		}
 	}
