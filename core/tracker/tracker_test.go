@@ -133,3 +133,56 @@ func TestValidateKeyKept(t *testing.T) {
 		})
 	}
 }
+
+// A refusal quotes a short value whole, and a long one as its first
+// MaxQuoted bytes (cut at a character's start) with its length.
+func TestQuoteKeepsAShortPrefixAndTheLength(t *testing.T) {
+	long := strings.Repeat("é", 100) // 200 bytes, two a character
+	for _, c := range []struct{ in, want string }{
+		{"ok", `"ok"`},
+		{strings.Repeat("s", 64), `"` + strings.Repeat("s", 64) + `"`},
+		{strings.Repeat("s", 65), `"` + strings.Repeat("s", 64) + `"… (65 bytes)`},
+		{long, `"` + strings.Repeat("é", 32) + `"… (200 bytes)`},
+		{"a" + long, `"a` + strings.Repeat("é", 31) + `"… (201 bytes)`},
+	} {
+		if got := tracker.Quote(c.in); got != c.want {
+			t.Errorf("Quote(%.20q…) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// Titles, descriptions and labels are checked as sent: not UTF-8, NUL and
+// control characters are refused, never rewritten; a description keeps
+// its tabs and line breaks.
+func TestTextIsRefusedWhereItIsNotUTF8OrHoldsControlCharacters(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		draft tracker.Draft
+		field string
+	}{
+		{"TitleNotUTF8", tracker.Draft{Title: "a\xffb"}, "title"},
+		{"TitleNUL", tracker.Draft{Title: "a\x00b"}, "title"},
+		{"TitleNewline", tracker.Draft{Title: "a\nb"}, "title"},
+		{"DescriptionNotUTF8", tracker.Draft{Title: "t", Description: "a\xfeb"}, "description"},
+		{"DescriptionNUL", tracker.Draft{Title: "t", Description: "a\x00b"}, "description"},
+		{"LabelNUL", tracker.Draft{Title: "t", Labels: []string{"a\x00"}}, "labels"},
+		{"LabelNotUTF8", tracker.Draft{Title: "t", Labels: []string{"\xff"}}, "labels"},
+		{"StateLong", tracker.Draft{Title: "t", State: tracker.State(strings.Repeat("s", 1000))}, "state"},
+	} {
+		err := tracker.ValidateDraft(c.draft)
+		var ie *tracker.InvalidError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%s: %v, want invalid %s", c.name, err, c.field)
+		}
+		if len(err.Error()) > 200 {
+			t.Errorf("%s: the refusal is %d bytes", c.name, len(err.Error()))
+		}
+	}
+	if err := tracker.ValidateDraft(tracker.Draft{Title: "t", Description: "line one\n\tline two\r\n"}); err != nil {
+		t.Errorf("a description with tabs and line breaks: %v", err)
+	}
+	title := "a\x00"
+	if err := tracker.ValidatePatch(tracker.Patch{Title: &title}); !errors.Is(err, tracker.ErrInvalid) {
+		t.Errorf("a patch's title with NUL: %v", err)
+	}
+}
