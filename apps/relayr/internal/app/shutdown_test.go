@@ -72,7 +72,7 @@ func TestAFeedReadSentBeforeTheStopIsAnswered(t *testing.T) {
 		defer func() { _ = res.Body.Close() }()
 		var f struct{ Next int64 }
 		if err := json.NewDecoder(res.Body).Decode(&f); err != nil || res.StatusCode != http.StatusOK || f.Next != 1000 {
-			answered <- fmt.Errorf("answered %d, next %d, %v; want 200 and next 1000", res.StatusCode, f.Next, err)
+			answered <- fmt.Errorf("answered %d, next %d, %w; want 200 and next 1000", res.StatusCode, f.Next, err)
 			return
 		}
 		answered <- nil

@@ -223,7 +223,6 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Or answers d, or def when d was not set.
 // Requests answers request_timeout: as set, else ADR-0033's 10 s, or the
 // write bound where that is shorter (a bound of 5 s needs no timeout set
 // beside it).
@@ -244,6 +243,7 @@ func (t Timings) Settle() time.Duration {
 	return max(min(writes.DefaultSettle, left/2), time.Millisecond)
 }
 
+// Or answers d, or def when d was not set.
 func (d Duration) Or(def time.Duration) time.Duration {
 	if d.Duration == 0 {
 		return def
