@@ -140,14 +140,26 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) code() string {
+// apiError is an error answer's body.
+func (r resp) apiError() (code, message string) {
 	var b struct {
 		Error struct {
-			Code string `json:"code"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(r.body, &b)
-	return b.Error.Code
+	return b.Error.Code, b.Error.Message
+}
+
+func (r resp) code() string {
+	code, _ := r.apiError()
+	return code
+}
+
+func (r resp) message() string {
+	_, msg := r.apiError()
+	return msg
 }
 
 func (e *env) do(method, path, token string, body any, header ...string) resp {

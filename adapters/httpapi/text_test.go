@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -73,7 +72,7 @@ func TestTextIsCheckedAsSent(t *testing.T) {
 					calls := e.fake.TotalCalls()
 					r := e.do("POST", ws+rt.path, tokenA, strings.Replace(body, "%s", c.raw, 1))
 					want(t, r, 400, "invalid")
-					if msg := message(r); !strings.Contains(msg, field) {
+					if msg := r.message(); !strings.Contains(msg, field) {
 						t.Fatalf("the refusal %q does not name %s", msg, field)
 					}
 					if _, after := e.fake.Filed(); after != before || e.fake.TotalCalls() != calls {
@@ -114,21 +113,11 @@ func TestARefusalQuotesAShortPrefixOfTheValue(t *testing.T) {
 	} {
 		r := e.do("POST", ws+"/items/ensure", tokenA, body)
 		want(t, r, 400, "invalid")
-		if len(r.body) > 1024 || !strings.Contains(message(r), "(900000 bytes)") {
+		if len(r.body) > 1024 || !strings.Contains(r.message(), "(900000 bytes)") {
 			t.Fatalf("a %d-byte refusal: %.300s", len(r.body), r.body)
 		}
 	}
 	if n := e.fake.Calls(faketracker.MethodCreate); n != 0 {
 		t.Fatalf("%d creates", n)
 	}
-}
-
-func message(r resp) string {
-	var b struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(r.body, &b)
-	return b.Error.Message
 }

@@ -204,16 +204,7 @@ func TestAWriteGivenUpMidRequestKeepsTheServersSlotUntilItSettles(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		// Each write holds the database for 3 s; the first's caller gives
 		// up after 1 s, and relayr takes the server to be done 3 s after.
-		e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
-		s := memnet.NewServer(e)
-		defer s.Close()
-		defer e.Close()
-		project := e.CreateProject("Lattice", "LAT")
-		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
-			vikunja.WithTransport(s.Transport()), vikunja.WithWriteSettle(3*time.Second), vikunja.WithWriteGates(vikunja.NewWriteGates()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, tr := lockingServer(t, vikunja.WithWriteSettle(3*time.Second))
 		start := time.Now()
 		gaveUp, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
@@ -236,22 +227,13 @@ func TestAWriteGivenUpMidRequestKeepsTheServersSlotUntilItSettles(t *testing.T) 
 // it says so (tracker.ErrNotSent), and its claim is released at once.
 func TestAWriteThatGaveUpWaitingForTheSlotWasNeverSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
-		s := memnet.NewServer(e)
-		defer s.Close()
-		defer e.Close()
-		project := e.CreateProject("Lattice", "LAT")
-		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
-			vikunja.WithTransport(s.Transport()), vikunja.WithWriteGates(vikunja.NewWriteGates()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, tr := lockingServer(t)
 		done := make(chan error, 1)
 		go func() { _, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "first"}); done <- err }()
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		_, err = tr.Create(ctx, "k2", tracker.Draft{Title: "second"})
+		_, err := tr.Create(ctx, "k2", tracker.Draft{Title: "second"})
 		if !errors.Is(err, tracker.ErrNotSent) || !tracker.CertainlyNotTaken(err) || !errors.Is(err, tracker.ErrUnavailable) {
 			t.Fatalf("the write that waited: %v, want never sent", err)
 		}
@@ -259,4 +241,21 @@ func TestAWriteThatGaveUpWaitingForTheSlotWasNeverSent(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// lockingServer is Vikunja on SQLite whose writes each hold the database
+// for 3 s, and a Tracker of its own gates reaching it.
+func lockingServer(t *testing.T, opts ...vikunja.Option) (*vikunjaemu.Emulator, *vikunja.Tracker) {
+	t.Helper()
+	e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
+	s := memnet.NewServer(e)
+	t.Cleanup(s.Close)
+	t.Cleanup(e.Close)
+	project := e.CreateProject("Lattice", "LAT")
+	tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
+		append([]vikunja.Option{vikunja.WithTransport(s.Transport()), vikunja.WithWriteGates(vikunja.NewWriteGates())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, tr
 }

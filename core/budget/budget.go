@@ -169,17 +169,24 @@ func (b *Budget) SetReplicas(n int) {
 // leaves the tracker's minute room for them (issue 13: the budget
 // survives restarts).
 func (b *Budget) Inherit(key string, n int) {
+	b.others(key, n, func(a *account, now time.Time) {
+		behind := now.Add(min(time.Duration(n)*b.spacing(), Window))
+		if a.tat.Before(behind) {
+			a.tat = behind
+		}
+	})
+}
+
+// others applies what other replicas spent, n requests of key, to its
+// account now (Inherit, Join); nothing when n is none.
+func (b *Budget) others(key string, n int, apply func(a *account, now time.Time)) {
 	if n <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	a := b.account(key, now)
-	behind := now.Add(min(time.Duration(n)*b.spacing(), Window))
-	if a.tat.Before(behind) {
-		a.tat = behind
-	}
+	apply(b.account(key, now), now)
 }
 
 // Join counts n requests of key that the live replicas this one joins
@@ -191,16 +198,11 @@ func (b *Budget) Inherit(key string, n int) {
 // replica started 10 s after another spent its share on top of the
 // other's whole minute (45 requests of a budget of 40 in the first 60 s).
 func (b *Budget) Join(key string, n int) {
-	if n <= 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	a := b.account(key, now)
-	for range min(n, b.limit) {
-		a.joined = append(a.joined, now)
-	}
+	b.others(key, n, func(a *account, now time.Time) {
+		for range min(n, b.limit) {
+			a.joined = append(a.joined, now)
+		}
+	})
 }
 
 // readsInWindow are the followers' requests in the window with what the

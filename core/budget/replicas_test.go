@@ -108,6 +108,17 @@ func (r *replicaRun) worstMinute() int {
 	return worst
 }
 
+// staggered starts three replicas gap apart, and runs them five minutes.
+func staggered(gap time.Duration) func(r *replicaRun) {
+	return func(r *replicaRun) {
+		for _, name := range []string{"a", "b", "c"} {
+			r.start(name)
+			time.Sleep(gap)
+		}
+		time.Sleep(5 * time.Minute)
+	}
+}
+
 // The key's budget holds in every 60 s window whether the replicas start
 // together, one after another, or are killed and restarted: a replica
 // that joins spends its share beside what the others spent before they
@@ -123,22 +134,8 @@ func TestTheBudgetHoldsInEveryMinuteAsReplicasComeAndGo(t *testing.T) {
 			r.start("c")
 			time.Sleep(5 * time.Minute)
 		}},
-		{"Started10sApart", func(r *replicaRun) {
-			r.start("a")
-			time.Sleep(10 * time.Second)
-			r.start("b")
-			time.Sleep(10 * time.Second)
-			r.start("c")
-			time.Sleep(5 * time.Minute)
-		}},
-		{"StartedApartByABeatAndAHalf", func(r *replicaRun) {
-			r.start("a")
-			time.Sleep(15 * time.Second)
-			r.start("b")
-			time.Sleep(15 * time.Second)
-			r.start("c")
-			time.Sleep(5 * time.Minute)
-		}},
+		{"Started10sApart", staggered(10 * time.Second)},
+		{"StartedApartByABeatAndAHalf", staggered(15 * time.Second)},
 		{"OneKilledAndRestarted", func(r *replicaRun) {
 			r.start("a")
 			r.start("b")

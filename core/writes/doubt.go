@@ -79,12 +79,7 @@ func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claime
 func (s session) lookUp(ctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
 	lctx, cancel := s.w.clock.WithTimeout(ctx, s.w.opts.WriteBound)
 	defer cancel()
-	var found tracker.Item
-	err := s.call(lctx, func(lctx context.Context, t tracker.Tracker) error {
-		var err error
-		found, err = t.Find(lctx, k.Key)
-		return err
-	})
+	found, err := s.find(lctx, k.Key)
 	switch {
 	case err == nil:
 		return s.adopt(ctx, lctx, k, nonce, found, d)

@@ -413,12 +413,7 @@ func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outco
 		}
 		// The lookup before the create: an earlier attempt may have made
 		// the item and died before recording it.
-		var found tracker.Item
-		err := s.call(wctx, func(wctx context.Context, tr tracker.Tracker) error {
-			var err error
-			found, err = tr.Find(wctx, p.Key)
-			return err
-		})
+		found, err := s.find(wctx, p.Key)
 		switch {
 		case err == nil:
 			return s.adopt(ctx, wctx, k, row.Nonce, found, draft)
@@ -431,6 +426,18 @@ func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outco
 	// A fresh claim, which no attempt held before, goes straight to the
 	// create (docs/decisions.md: the lookup serves retaken claims only).
 	return s.create(ctx, wctx, k, row.Nonce, draft, false)
+}
+
+// find asks the tracker for the item filed under key (a write's
+// request: it spends the key's budget).
+func (s session) find(ctx context.Context, key string) (tracker.Item, error) {
+	var found tracker.Item
+	err := s.call(ctx, func(ctx context.Context, t tracker.Tracker) error {
+		var err error
+		found, err = t.Find(ctx, key)
+		return err
+	})
+	return found, err
 }
 
 // guardsKeys asks the binding's tracker whether its create refuses a second
@@ -469,12 +476,7 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	case errors.As(err, &exists):
 		// Plane's 409 is the second guard: read the existing item by the
 		// external-id lookup, which also finds archived items.
-		var found tracker.Item
-		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
-			var err error
-			found, err = t.Find(wctx, k.Key)
-			return err
-		})
+		found, err := s.find(wctx, k.Key)
 		if err != nil {
 			// The tracker holds an item under the key: the claim holds
 			// until a lookup answers.

@@ -113,6 +113,26 @@ func calls(e *env) map[string]int {
 
 func ptr[T any](v T) *T { return &v }
 
+// claimedElsewhere claims key as another replica's attempt would, at t0.
+func (e *env) claimedElsewhere(key string) ledger.Claim {
+	e.t.Helper()
+	row, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{
+		Key: ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: key}, Correlation: "other", Now: t0, RetakeAfter: writes.DefaultRetakeAfter,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return row
+}
+
+// sentNothing fails the test if the tracker was asked anything.
+func (e *env) sentNothing() {
+	e.t.Helper()
+	if e.fake.TotalCalls() != 0 {
+		e.t.Fatalf("a held claim sent %v", calls(e))
+	}
+}
+
 // crashed leaves k as an attempt would that died between its create and
 // its record: the claim taken now, the item made, nothing recorded.
 func (e *env) crashed(key string, d tracker.Draft) {
@@ -173,17 +193,13 @@ func TestEnsureItem(t *testing.T) {
 	t.Run("AClaimHeldElsewhereIsWaitedForAndItsItemAnsweredOnceRecorded", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)
-			k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}
 			// Another replica holds the claim, and records 300 ms on.
-			row, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			row := e.claimedElsewhere("k")
 			got := make(chan answer, 1)
 			go func() { r, err := e.ensure("k", tracker.Draft{Title: "x"}); got <- answer{r, err} }()
 			synctest.Wait()
 			e.clock.Advance(300 * time.Millisecond)
-			if _, err := e.ledger.Record(context.Background(), ledger.RecordParams{Key: k, Nonce: row.Nonce, Ref: tracker.ItemRef{ID: "it-9", Key: "k"}, Now: e.clock.Now()}); err != nil {
+			if _, err := e.ledger.Record(context.Background(), ledger.RecordParams{Key: row.Key, Nonce: row.Nonce, Ref: tracker.ItemRef{ID: "it-9", Key: "k"}, Now: e.clock.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			a := answerOf(e, 20*time.Millisecond, func() answer { return <-got })
@@ -193,19 +209,14 @@ func TestEnsureItem(t *testing.T) {
 			if at := e.clock.Now().Sub(t0); at > 300*time.Millisecond+100*time.Millisecond {
 				t.Fatalf("answered at +%v, want within 100 ms of the record at +300ms", at)
 			}
-			if e.fake.TotalCalls() != 0 {
-				t.Fatalf("a held claim sent %v", calls(e))
-			}
+			e.sentNothing()
 		})
 	})
 
 	t.Run("AClaimHeldElsewhereAnswersTrackerClaimedAtTheCallersBoundWithWhenTheHolderIsLikelyDone", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)
-			k := ledger.Key{Tenant: "acme", Workspace: "ops", Kind: ledger.KindItem, Key: "k"}
-			if _, _, err := e.ledger.Claim(context.Background(), ledger.ClaimParams{Key: k, Correlation: "other", Now: t0, RetakeAfter: 30 * time.Second}); err != nil {
-				t.Fatal(err)
-			}
+			e.claimedElsewhere("k")
 			a := answerOf(e, 250*time.Millisecond, func() answer { r, err := e.ensure("k", tracker.Draft{Title: "x"}); return answer{r, err} })
 			wantCode(t, a.err, writes.CodeClaimed)
 			if waited := e.clock.Now().Sub(t0); waited < writes.DefaultWriteBound || waited > writes.DefaultWriteBound+250*time.Millisecond {
@@ -217,9 +228,7 @@ func TestEnsureItem(t *testing.T) {
 			if !errors.As(a.err, &we) || we.RetryAfter != time.Second {
 				t.Fatalf("retry after %v, want 1s", we)
 			}
-			if e.fake.TotalCalls() != 0 {
-				t.Fatalf("a held claim sent %v", calls(e))
-			}
+			e.sentNothing()
 		})
 	})
 
