@@ -15,13 +15,13 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr screenshots clean
+.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
 
 all: test
 
 ## test: vet and race-test every module (the demo and a short chaos run among
 ## the tests), build each alone, check core stands alone, fuzz briefly.
-test: db nats core-alone vet build-modules race fuzz-short
+test: db nats core-alone vet build-modules race fuzz-short quickstart
 
 vet:
 	$(GO) vet work
@@ -96,6 +96,11 @@ chaos: db
 ## relayr: the static binary (no cgo).
 relayr:
 	CGO_ENABLED=0 $(GO) build -o bin/relayr ./apps/relayr
+
+## quickstart: docs/quickstart.md run as written, in a copy of the tree
+## (Vikunja's emulation on 127.0.0.1:3456, relayr on 127.0.0.1:8080).
+quickstart:
+	bash scripts/quickstart.sh
 
 ## demo: the whole loop on loopback, no tracker installed.
 demo:

@@ -40,7 +40,8 @@ import (
 	"github.com/relayr-go/relayr/core/writes"
 )
 
-// Sizes of the hostile batch (issue 8, "Hostile input").
+// Sizes of the hostile batch (the README's "Proof under faults": 10,000
+// malformed requests to every route).
 const (
 	// hostileRequests is how many malformed requests the batch sends.
 	hostileRequests = 10_000
@@ -1056,8 +1057,8 @@ func TestHostileWebhooks(t *testing.T) {
 	})
 }
 
-// The webhook flood's size (issue 17: 300 connections each sending just
-// under 1 MB took the process from 26 MB to 374 MB).
+// The webhook flood's size (ADR-0036's departures: 300 connections each
+// sending just under 1 MB took the process from 26 MB to 374 MB).
 const (
 	floodDeliveries = 300
 	floodBody       = httpapi.MaxNudgeBody - 1

@@ -376,7 +376,8 @@ func (a *API) uiSignIn(w http.ResponseWriter, r *http.Request) {
 	ttl := cmp.Or(a.c.UI.Session, DefaultUISession)
 	expires := a.c.Clock.Now().Add(ttl)
 	// Secure over TLS; on plain HTTP (loopback, or TLS ended by a proxy)
-	// a Secure cookie would never come back (docs/decisions.md).
+	// a Secure cookie would never come back (ADR-0015's departures: the
+	// session cookie).
 	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure when the connection is TLS
 		Name: uiCookie, Value: a.session(expires), Path: UIPath, MaxAge: int(ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,

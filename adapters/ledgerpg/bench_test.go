@@ -49,7 +49,7 @@ func BenchmarkFiling(b *testing.B) {
 }
 
 // BenchmarkBeat is one replica's heartbeat, what spreading the leases and
-// splitting the budget cost the ledger (issue 13).
+// splitting the budget cost the ledger (ADR-1002, ADR-1001).
 func BenchmarkBeat(b *testing.B) {
 	for _, run := range pgtest.Modes {
 		s := newStore(b, run.RLS, nil)

@@ -28,7 +28,7 @@ const (
 	// a connection of its own: one waits on its commit's flush while the
 	// others run their statements. Three, measured against two, four and
 	// none on a two-core server, and what it costs a host whose CPU other
-	// work saturates: docs/decisions.md.
+	// work saturates: docs/adr/1004-group-commit.md.
 	groupsInFlight = 3
 	// writeBound bounds each run of the grouper's writes: a group's round
 	// trip, which runs for several callers so that none of their contexts

@@ -759,9 +759,9 @@ func (d *driver) Followed(ctx context.Context) ([]ledger.Follower, error) {
 // Ping implements ledger.Driver: the server answers, the schema carries
 // every migration this relayr knows (or more: a newer relayr migrated it
 // while this one serves, and migrations only add, so a rolling upgrade
-// keeps the older replicas ready until they are replaced;
-// docs/decisions.md), and the role is bound by row-level security exactly
-// when RLS is on.
+// keeps the older replicas ready until they are replaced; ADR-1003: a
+// replica stays ready on a schema a newer relayr migrated), and the role is
+// bound by row-level security exactly when RLS is on.
 func (d *driver) Ping(ctx context.Context) error {
 	migrations, err := ledger.LoadMigrations(migrationFS, "migration")
 	if err != nil {

@@ -37,7 +37,7 @@ func withoutFlushWait(cfg *pgxpool.Config) {
 
 // TestFigureReplicas runs the replicas' scenario on PostgreSQL for `make
 // bench`, whose FIGURE lines give the lease spread after three replicas
-// start, the takeover after a kill and the key's worst minute (issue 13).
+// start, the takeover after a kill and the key's worst minute (ADR-1002).
 func TestFigureReplicas(t *testing.T) {
 	followtest.Replicas(t, func(t *testing.T) followtest.Store {
 		s := newStore(t, false, withoutFlushWait)

@@ -145,7 +145,7 @@ type driver struct {
 	// migrations is how many migrations the file must carry.
 	migrations int
 	// holders are the replicas' heartbeats, kept in memory: a SQLite
-	// ledger serves one process, the only replica (docs/decisions.md).
+	// ledger serves one process, the only replica (ADR-1002).
 	holders memledger.Holders
 }
 

@@ -76,10 +76,11 @@ func (f *filing) counted(t *testing.T, key, how string) int {
 	return f.emu.Total()
 }
 
-// Issue 5's request counts, of a whole filing through the write path, once
-// an earlier filing cached the project's states and labels: Plane's create
-// is itself the lookup (tracker.KeyGuard), so a retaken claim costs what a
-// fresh one does, and only a 409 adds the external-id lookup.
+// The request counts a whole filing on Plane is held to, through the write
+// path, once an earlier filing cached the project's states and labels:
+// Plane's create is itself the lookup (tracker.KeyGuard), so a retaken
+// claim costs what a fresh one does, and only a 409 adds the external-id
+// lookup.
 func TestFilingRequestCounts(t *testing.T) {
 	setUp := func(t *testing.T) *filing {
 		f := newFiling(t)

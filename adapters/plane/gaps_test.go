@@ -17,7 +17,7 @@ import (
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
-// The smaller gaps between the emulation and Plane's source (issue 18), as
+// The smaller gaps a reading of Plane's source found in the emulation, as
 // the adapter meets them.
 func TestPlanesSmallerBehaviours(t *testing.T) {
 	t.Run("ACommentOnADeletedItemIsNotFoundAndNotMade", func(t *testing.T) {

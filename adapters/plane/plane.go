@@ -17,7 +17,7 @@
 // its own timeout, 10 s by default.
 //
 // The behaviours relied on are those of Plane v1.3.1's source, as the fact
-// sheet shared/trackers/plane.md records them with their source files.
+// sheet docs/trackers/plane.md records them with their source files.
 package plane
 
 import (
@@ -237,7 +237,7 @@ func (t *Tracker) Holds(s tracker.State) tracker.State { return s }
 // GuardsKeys implements tracker.KeyGuard: Plane answers a second work item
 // with the same external_id and external_source with 409 and the existing
 // id, archived items included (api/views/issue.py), so a create is itself
-// the lookup (docs/decisions.md).
+// the lookup (ADR-0033's departures).
 func (t *Tracker) GuardsKeys() bool { return true }
 
 // Link implements tracker.Tracker: <web>/<workspace>/browse/<IDENT>-<seq>/

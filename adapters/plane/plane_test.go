@@ -32,9 +32,9 @@ func must[T any](v T, err error) func(t *testing.T) T {
 	}
 }
 
-// TestRequestCounts holds issue 5's budget: once states and labels are
-// cached, filing costs one request, a duplicate one more (the lookup), Find
-// and Item one each.
+// TestRequestCounts holds Plane's requests to their budget: once states and
+// labels are cached, filing costs one request, a duplicate one more (the
+// lookup), Find and Item one each.
 func TestRequestCounts(t *testing.T) {
 	e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
 	must(e.tr.Create(ctx, "warm", tracker.Draft{Title: "warm", State: tracker.Started, Labels: []string{"a", "b"}}))(t)

@@ -23,7 +23,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// Issue 4's request counts, asserted with the emulation's counter.
+// The request counts of Vikunja's calls, asserted with the emulation's counter.
 func TestRequestCounts(t *testing.T) {
 	t.Run("FilingWithKnownLabelsCostsTheCreateAndOneRequestPerLabel", func(t *testing.T) {
 		em := newEmulated(t, vikunjaemu.Options{})

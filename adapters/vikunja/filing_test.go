@@ -74,8 +74,9 @@ func (f *filing) counted(t *testing.T, key, how string) map[string]int {
 	return f.e.RequestCounts()
 }
 
-// Issue 4's request counts, of a whole filing through the write path: the
-// labels are known (an earlier filing made them), so each costs its add.
+// The request counts a whole filing on Vikunja is held to, through the
+// write path: the labels are known (an earlier filing made them), so each
+// costs its add.
 func TestFilingRequestCounts(t *testing.T) {
 	const (
 		create = "PUT /api/v1/projects/{id}/tasks"

@@ -117,7 +117,8 @@ func runFlood(t *testing.T, patience time.Duration, opts ...vikunja.Option) floo
 	return f
 }
 
-// Issue 12: relayr never makes Vikunja lock itself. The process sends one
+// relayr never makes Vikunja lock itself (ADR-0033's departures: writes to
+// one Vikunja server go one at a time). The process sends one
 // server one write at a time, so sixteen callers filing 200 keys meet no
 // "database is locked", retry nothing, and no key waits for its claim to be
 // retaken: the run takes the writes' own time, one after another.

@@ -65,7 +65,8 @@ type chaosPlan struct {
 	catchUp   time.Duration
 	deadline  time.Duration
 	// replicas is how many `relayr serve` run at once: three in the full
-	// run (issue 13), two in the short one make test runs on two CPUs.
+	// run (ADR-1002: leases that spread), two in the short one make test
+	// runs on two CPUs.
 	replicas int
 }
 
@@ -1099,7 +1100,7 @@ func (f *forwarder) wait() { f.wg.Wait() }
 
 // leaseSpread answers how many tracker followers' leases each live replica
 // holds, most first: the replicas by their heartbeats in relayr_holders,
-// the leases unexpired in relayr_tracker_followers (issue 13).
+// the leases unexpired in relayr_tracker_followers (ADR-1002).
 func leaseSpread(ctx context.Context, admin *pgxpool.Pool, schema string) ([]int, error) {
 	s := pgx.Identifier{schema}.Sanitize()
 	rows, err := admin.Query(ctx, `SELECT count(f.holder) FROM `+s+`.relayr_holders h

@@ -16,7 +16,7 @@
 //     key has more bindings than the limit can poll once an interval, their
 //     interval stretches evenly (Interval). This departs from the ADR, whose
 //     polls take only what is left: a rule that writes all day starved them
-//     (docs/decisions.md).
+//     (ADR-1001).
 //   - A poll the pacer admitted goes on at the tracker's speed within the
 //     minute's room (Continue): its comment reads and next pages.
 //   - Everything else a follower reads (a sweep ahead of its day, a first
@@ -142,7 +142,7 @@ func NewWith(c clock.Clock, limit int, o Options) *Budget {
 func (b *Budget) Limit() int { return b.limit }
 
 // SetReplicas tells the budget how many replicas share each key's limit
-// (issue 13: one budget per key across replicas): this replica spends
+// (ADR-1001: one budget per key across replicas): this replica spends
 // limit/n a minute of each key, and its followers' floor is reckoned on
 // their share of the key's bindings, so n replicas spend what one would.
 // The count comes from the replicas' heartbeats in the ledger. A count
@@ -166,7 +166,7 @@ func (b *Budget) SetReplicas(n int) {
 // Inherit counts n requests of key that replicas gone within the last
 // minute made (what their heartbeats last told): the pacer starts that far
 // behind, at most a minute, so a replica that starts, or starts again,
-// leaves the tracker's minute room for them (issue 13: the budget
+// leaves the tracker's minute room for them (ADR-1001: the budget
 // survives restarts).
 func (b *Budget) Inherit(key string, n int) {
 	b.others(key, n, func(a *account, now time.Time) {

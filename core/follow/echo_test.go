@@ -11,7 +11,8 @@ import (
 // A tracker that rewrites descriptions (Plane's sanitizer) answers a create
 // and an edit with what it holds; relayr records that answer beside its
 // prediction, and the follower drops the description read back as an echo
-// and consumes both (issue 18: relayr records what the tracker stored).
+// and consumes both (ADR-0036's departures: what the tracker answered it
+// holds is recorded too).
 func rewrittenDescriptionEcho(t *testing.T) {
 	e := newEnv(t, withSanitizing())
 	it := e.ensure("k1", tracker.Draft{Title: "T", Description: "Failed: see the log"})

@@ -109,13 +109,13 @@ func digest(canonical string) string {
 // read again, by another replica or after a restart, derives the same ids
 // and appends nothing new.
 //
-// Where it departs (docs/decisions.md): a change's id names the version it
-// is a change from, the snapshot's updated_at, where the ADR has the item's
-// new updated_at; a creation's names the item alone; a removal's the last
-// version read. A process that dies after publishing and before saving its
-// snapshots reads the same change again from the same snapshot, and derives
-// the same id even when the item moved again meanwhile (a comment bumps
-// it), so the change is not published twice.
+// Where it departs (ADR-0036's departures): a change's id names the
+// version it is a change from, the snapshot's updated_at, where the ADR has
+// the item's new updated_at; a creation's names the item alone; a removal's
+// the last version read. A process that dies after publishing and before
+// saving its snapshots reads the same change again from the same snapshot,
+// and derives the same id even when the item moved again meanwhile (a
+// comment bumps it), so the change is not published twice.
 //
 // The updated_at is rendered in RFC 3339 UTC to the nanosecond, the digest
 // is the hex SHA-256 of the canonical JSON (ledger.Canonical).

@@ -116,7 +116,7 @@ func (f *follower) interval() time.Duration {
 // brings the poll forward, debounced; nudges that come while one is
 // pending join it. Every poll is the binding's floor: writes never hold it
 // back, and the key's pacer keeps all its polls within the budget
-// (docs/decisions.md).
+// (ADR-1001: a floor for polls).
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
 	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
@@ -196,7 +196,7 @@ func (f *follower) run(ctx context.Context) error {
 			}
 			// A replica over its share gives the lease up at renewal
 			// instead of renewing it, for one under its share to take
-			// (share.go; docs/decisions.md: the hand-over). No poll is
+			// (share.go; ADR-1002: the hand-over). No poll is
 			// under way: polls and renewals take turns on this loop; nor
 			// a sweep, whose pages read so far the taker would read again;
 			// nor a reported deletion, which only this follower was told.
@@ -236,7 +236,7 @@ func (f *follower) run(ctx context.Context) error {
 			debounceAt, lastStart, announced = time.Time{}, now, false
 			// Every poll is the binding's floor, scheduled or nudged: it
 			// goes whatever writes spend, paced within the budget with
-			// every other poll of its key (docs/decisions.md).
+			// every other poll of its key (ADR-1001: a floor for polls).
 			wait, err := f.pollHolding(ctx, ls, &nextRenew, wasAnnounced)
 			if err != nil {
 				return err

@@ -36,7 +36,7 @@ type Sink interface {
 // that acknowledges publishes asynchronously takes a page of them in about
 // the time one takes. The follower saves its cursor after each batch rather
 // than after each event; the ids make a batch read again after a crash
-// publish nothing twice (docs/decisions.md).
+// publish nothing twice (ADR-0015's departures).
 type BatchSink interface {
 	Sink
 	// PublishBatch publishes es in order, each keyed by its ID as Publish

@@ -28,7 +28,7 @@ const (
 	// DefaultSweepMin: a sweep may come this soon after the last, on what
 	// the budget leaves idle, so a deletion no webhook announces (Plane
 	// sends none) is found as soon as the budget allows
-	// (docs/decisions.md).
+	// (ADR-0036's departures).
 	DefaultSweepMin = time.Minute
 	// DefaultLateAfter: a follower that completed no poll in this many of
 	// its intervals is late, which the log and the status say.
@@ -153,7 +153,7 @@ func (o Options) renewEvery() time.Duration { return o.LeaseTTL / 3 }
 // beatTTL is how long a replica's heartbeat keeps it counted: two beats,
 // a beat every third of a lease. A killed replica drops out of the others'
 // count before its leases lapse, so the survivors' shares have grown by
-// the time its bindings are free (issue 13: takeover spreads).
+// the time its bindings are free (ADR-1002: a takeover spreads).
 func (o Options) beatTTL() time.Duration { return 2 * o.renewEvery() }
 
 // newHolder names a process in the leases when its configuration doesn't.

@@ -289,7 +289,7 @@ func (f *follower) read(ctx context.Context, pr *pollRun) error {
 	}
 	if f.sweep == nil {
 		// A sweep reads the whole project once a day at the least, and
-		// sooner on what the budget leaves idle (docs/decisions.md).
+		// sooner on what the budget leaves idle (ADR-0036's departures).
 		early := fs.opts.SweepMin > 0 && since >= f.sweepGap()
 		if !overdue && !early {
 			return nil
@@ -574,7 +574,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	}
 	// A tombstone is the snapshot of an item published as removed, not
 	// known deleted (archived on Plane): listed again, it is published as
-	// created again, its comments read before still read (docs/decisions.md).
+	// created again, its comments read before still read (ADR-1005).
 	var tomb *snapshot
 	if snap != nil && srow.Removed {
 		tomb, snap = snap, nil
@@ -601,7 +601,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// it on a tracker that keeps time to the second; until a read comes
 	// SettleAfter past that change, its comments are read again (ADR-0036's
 	// consequence that such a comment "waits for the item's next change"
-	// no longer holds: docs/decisions.md).
+	// no longer holds: ADR-0036's departures).
 	// A seeded item's comments until its last change are old whatever
 	// their second (Through): while that change is still its last,
 	// reading them again finds nothing new.
@@ -662,7 +662,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 		if row != nil && row.Recorded && !seeding && tomb == nil && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
 			// An item relayr filed that a person changed before any read
 			// of it: what relayr recorded is what the item held before
-			// (docs/decisions.md). The change is from the record, so a
+			// (ADR-0036's departures). The change is from the record, so a
 			// read again derives the same id; its actor is unknown, since
 			// relayr's creation is among what this read sees. A read whose
 			// request went before the record may show the item half made

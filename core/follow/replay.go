@@ -25,7 +25,7 @@ type DeadLetterLedger interface {
 // publishes to, under the event's own id, and records it; a skip records
 // that the event stays undelivered. Either is done once: a dead letter
 // already resolved changes nothing and publishes nothing (ADR-0015's dead
-// letters, given the operator's two actions: docs/decisions.md).
+// letters, given the operator's two actions: ADR-0015's departures).
 type Resolver struct {
 	Ledger DeadLetterLedger
 	// Sink answers the sink a follower publishes to: a subscription's for

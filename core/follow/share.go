@@ -10,7 +10,7 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-// share is this replica's part of the bindings' leases (issue 13): the
+// share is this replica's part of the bindings' leases (ADR-1002): the
 // replicas see each other through the ledger's heartbeats (ledger.Holders),
 // and each aims at its fair share, ceil(bindings / live holders).
 //
@@ -203,7 +203,7 @@ func (fs *Followers) beat(ctx context.Context) {
 
 // BudgetStatus answers every key's budget as the status route shows it:
 // this replica's, with what every live replica spent of the key in its
-// last minute as their heartbeats last told (issue 13: the key's budget
+// last minute as their heartbeats last told (ADR-1001: the key's budget
 // across replicas). It answers nil without a budget.
 func (fs *Followers) BudgetStatus() []budget.KeyStatus {
 	if fs.budget == nil {

@@ -124,7 +124,7 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	}
 	// An item not known deleted (archived on Plane, or gone with no way to
 	// tell) keeps a tombstone of its last read, so that, listed again, it
-	// is published as created again (docs/decisions.md); a deleted one is
+	// is published as created again (ADR-1005: tombstones); a deleted one is
 	// forgotten.
 	if deleted == nil || !*deleted {
 		if err := fs.ledger.SaveSnapshots(ctx, []ledger.SnapshotRow{r.tombstone(srow, last)}); err != nil {

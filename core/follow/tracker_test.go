@@ -262,8 +262,8 @@ func personOverwritesBeforeARead(t *testing.T) {
 
 // Two edits of one field between polls: a poll that reads the first while
 // the second is recorded and on its way drops the first as an echo and keeps
-// the second's value for its own read back (docs/decisions.md: the ADR's
-// consequence that this echo is published no longer holds).
+// the second's value for its own read back (ADR-0036's departures: the
+// ADR's consequence that this echo is published no longer holds).
 func echoWhileNextEditOnItsWay(t *testing.T) {
 	e := newEnv(t)
 	e.ensure("k1", tracker.Draft{Title: "T0"})

@@ -37,8 +37,8 @@ func (h Holder) Alive(now time.Time) bool { return h.Expires.After(now) }
 
 // Holders is the replicas' heartbeat: a row per holder with an expiry,
 // through which replicas see each other and share the bindings' leases
-// and each key's budget evenly (issue 13). It reads across tenants: a
-// holder belongs to none.
+// and each key's budget evenly (ADR-1002, ADR-1001). It reads across
+// tenants: a holder belongs to none.
 type Holders interface {
 	// Beat records p.Holder alive until Now+TTL with what it spent, and
 	// answers every holder whose row it keeps, ordered by name: those

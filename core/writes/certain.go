@@ -26,7 +26,8 @@ import (
 //
 // A person's change no poll has read yet is unknown to relayr either way;
 // it reaches the log, and the rule, as a change. Anything else is read
-// from the tracker first, as ADR-0033 has every edit do (docs/decisions.md).
+// from the tracker first, as ADR-0033 has every edit do (ADR-0033's
+// departures: an edit reads the item only where relayr can't vouch for it).
 
 // landing is what the tracker answered relayr's writes to one key's item
 // with, and how far the workspace's log was then.

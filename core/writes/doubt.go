@@ -12,7 +12,7 @@ import (
 )
 
 // A filing in doubt is resolved by relayr, not by the next caller
-// (docs/decisions.md).
+// (docs/adr/1006-waiting-callers-and-filings-in-doubt.md).
 //
 // ADR-0033 holds the claim of a write whose fate is unknown (its answer
 // lost, its request timed out, the write bound passed) until it lapses, and

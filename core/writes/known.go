@@ -25,8 +25,8 @@ func (s session) answerRecorded(ctx, wctx context.Context, k ledger.Key, row led
 // known is what relayr knows of a recorded item without asking the
 // tracker: the followers' last read of it (its snapshot), with the values
 // relayr set on it since, which no read has seen back yet, laid over it. A
-// retried filing or edit is answered from it (docs/decisions.md: retries
-// cost the tracker nothing).
+// retried filing or edit is answered from it (ADR-0033's departures:
+// retries cost the tracker nothing).
 func (s session) known(ctx context.Context, row ledger.Claim) (tracker.Item, error) {
 	it := tracker.Item{Ref: row.Ref}
 	snap, err := s.w.ledger.Snapshot(ctx, row.Tenant, row.Workspace, row.Ref.ID)

@@ -21,7 +21,7 @@ type UpdateParams struct {
 	// patch is compared with what relayr knows of the item (its last read
 	// and relayr's own values since) and only what differs is sent: an
 	// edit that changes nothing, a retry among them, sends nothing
-	// (docs/decisions.md).
+	// (ADR-0033's departures).
 	Live bool
 }
 
@@ -65,7 +65,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		// Every field named holds a value relayr set, the tracker
 		// answered, and nothing since said otherwise: an edit that
 		// changes nothing, a retry among them, sends nothing
-		// (certain.go, docs/decisions.md); one that changes something
+		// (certain.go, ADR-0033's departures); one that changes something
 		// sends what differs.
 		diff, values = pick(p.Patch, want, func(f string) bool { return !sameValue(tr, f, want[f], certain[f]) })
 		if diff.Empty() {

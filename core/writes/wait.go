@@ -13,7 +13,7 @@ import (
 )
 
 // How a retried caller meets the attempt that holds its key
-// (docs/decisions.md, "No caller waits for nothing").
+// (docs/adr/1006-waiting-callers-and-filings-in-doubt.md).
 //
 // ADR-0033 fails a caller whose key another attempt holds, to be retried
 // (tracker_claimed). Told so at once, a CI job and its re-run, arriving

@@ -157,7 +157,8 @@ type EnsureParams struct {
 	// Live reads a recorded key's item from the tracker before answering
 	// it (one request), as ADR-0033 has it. Without it a recorded key is
 	// answered from the ledger with no request at all (Known): a retried
-	// filing costs the tracker nothing (docs/decisions.md).
+	// filing costs the tracker nothing (ADR-0033's departures: a recorded
+	// key is answered from the ledger).
 	Live bool
 }
 
@@ -407,7 +408,7 @@ func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outco
 	if outcome == ledger.Retaken {
 		if s.guardsKeys(wctx) {
 			// The tracker's create is itself the lookup (Plane's 409):
-			// docs/decisions.md, one request where ADR-0033 has two. Until
+			// ADR-0033's departures, one request where ADR-0033 has two. Until
 			// it answers, an earlier attempt's item may exist.
 			return s.create(ctx, wctx, k, row.Nonce, draft, true)
 		}
@@ -424,7 +425,7 @@ func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outco
 		}
 	}
 	// A fresh claim, which no attempt held before, goes straight to the
-	// create (docs/decisions.md: the lookup serves retaken claims only).
+	// create (ADR-0033's departures: the lookup serves retaken claims only).
 	return s.create(ctx, wctx, k, row.Nonce, draft, false)
 }
 
@@ -674,7 +675,7 @@ func (s session) spendCap(ctx context.Context, itemID string) (ledger.WriteParam
 // rate-limited, the key refused), and answers err, the write's failure:
 // the cap counts the writes an item took (ADR-0036: the cap on loops), so
 // a run retried under a tracker's 429s is not cut off as a loop
-// (docs/decisions.md). A write whose fate is unknown stays counted. A
+// (ADR-0036's departures). A write whose fate is unknown stays counted. A
 // give-back that fails is joined to err: the write stays counted, and the
 // cap errs toward sending less.
 func (s session) giveBack(ctx context.Context, counted ledger.WriteParams, err error) error {

@@ -54,7 +54,7 @@ const takeoverMargin = 0
 var startGap = 310 * time.Millisecond
 
 // replicasShare: three replicas over one ledger and 300 bindings of one
-// tenant's key (issue 13). The leases spread: after two lease periods no
+// tenant's key (ADR-1002). The leases spread: after two lease periods no
 // replica holds more than ceil(300/3)+5. The busiest is killed: within a
 // lease every binding is held again, evenly, no survivor having held past
 // its new share (takeoverMargin). It comes back under a new name: within two lease

@@ -9,7 +9,7 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-// holderCases are the rules of the replicas' heartbeat (issue 13): a holder
+// holderCases are the rules of the replicas' heartbeat (ADR-1002): a holder
 // is alive until its beat lapses, and what it spent is kept a minute after.
 var holderCases = []testCase{
 	{"HoldersSeeEachOtherUntilTheirBeatLapses", holdersSeeEachOther},

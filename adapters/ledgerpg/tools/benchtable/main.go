@@ -269,7 +269,7 @@ func (r results) budgetRows() []row {
 }
 
 // replicaRows are the figures of replicas and of a replica's many
-// bindings (issue 13): what a binding costs at 1,000 bindings on one
+// bindings (ADR-1002): what a binding costs at 1,000 bindings on one
 // tracker server, with the connections the server saw open at once.
 func (r results) replicaRows() []row {
 	var rows []row

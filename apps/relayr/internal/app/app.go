@@ -202,7 +202,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	fopts := follow.Options{
 		LeaseTTL: t.Lease.Duration, PollEvery: t.Poll.Duration, Lookback: t.Lookback.Duration,
 		SweepEvery: t.Sweep.Duration, SweepMin: t.SweepMin.Duration, Debounce: t.Debounce.Duration,
-		// The service opens a stopped follower again (docs/decisions.md).
+		// The service opens a stopped follower again (ADR-0015's departures).
 		ReopenAfter: t.ReopenAfter.Or(time.Minute),
 	}
 	fs := follow.New(follow.Config{
@@ -501,7 +501,7 @@ func (a *App) checkStreams(ctx context.Context) error {
 // 1) is then a replica gone within the minute, whose spending the new run
 // inherits, instead of one whose heartbeat the new run overwrites,
 // forgetting what its last run spent of each key's minute
-// (docs/decisions.md).
+// (ADR-1001: one budget per key across replicas).
 func holderName(configured string) string {
 	if configured == "" {
 		host, _ := os.Hostname()

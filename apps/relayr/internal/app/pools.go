@@ -14,7 +14,7 @@ const DefaultTrackerConns = 16
 
 // Pools hands out one HTTP transport per tracker server (scheme and host),
 // shared by every binding on that server, each bounded to a number of
-// connections (issue 13: "one connection pool per tracker server"). A
+// connections (ADR-1002: one HTTP transport per tracker server). A
 // binding waits for a connection of its server's pool rather than opening
 // one of its own, so a replica with a thousand bindings on one server holds
 // that server's bound of connections and their goroutines, not a thousand.

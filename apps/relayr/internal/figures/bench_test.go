@@ -15,7 +15,8 @@ import (
 	"github.com/relayr-go/relayr/core/writes"
 )
 
-// The figures of issue 8, item 3, for each tracker side by side. Every
+// relayr's figures (the README's "The figures"), for each tracker side by
+// side. Every
 // metric a figure reports is named by its unit, which benchtable reads:
 //
 //	BenchmarkAPIFilings      filings/s, requests/filing, clients

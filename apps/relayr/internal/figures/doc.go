@@ -1,4 +1,4 @@
-// Package figures holds relayr's figures (issue 8, item 3) as Go
+// Package figures holds relayr's figures (the README's "The figures") as Go
 // benchmarks, run by `make bench` beside the ledgers' own: the service wired
 // by app.New in-process, a SQLite ledger in a temporary folder, and the Plane
 // and Vikunja emulations on 127.0.0.1, each figure measured for both

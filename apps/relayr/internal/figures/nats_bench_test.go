@@ -23,7 +23,8 @@ import (
 	"github.com/relayr-go/relayr/core/ledger"
 )
 
-// The NATS figures (issue 15, item 5), against the machine's server:
+// The NATS figures (relayr's JetStream sink beside a plain publish; why it
+// does not pipeline is ADR-0015's departures), against the machine's server:
 //
 //	BenchmarkNATS/<subs>/relayr  events/s from a SQLite log into JetStream
 //	                             through the log followers and the sink

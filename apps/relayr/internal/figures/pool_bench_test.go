@@ -28,7 +28,7 @@ const bindings1000 = 1000
 // every binding has read its project, what each binding costs the
 // replica: goroutines and heap bytes per binding, and the most TCP
 // connections the server saw open at once (the pool's bound, tracker_conns,
-// issue 13). The budget is raised so that every binding polls within the
+// ADR-1002). The budget is raised so that every binding polls within the
 // run, and polls every 2 s, so the pool is put under load.
 //
 //	BenchmarkBindings1000 goroutines/binding, bytes/binding, conns
