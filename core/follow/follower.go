@@ -156,14 +156,20 @@ func (f *follower) run(ctx context.Context) error {
 			}
 			// A replica holding its share takes no more (share.go): the
 			// binding is another's, and a replica under its share takes it.
+			freed := fs.share.freed()
 			if !fs.share.reserve() {
-				if !f.wait(ctx, o.renewEvery(), nil) {
+				// Tried again a third of a lease on, or as soon as a place
+				// is given back (share.freed).
+				select {
+				case <-ctx.Done():
 					return nil
+				case <-fs.clock.After(o.renewEvery()):
+				case <-freed:
 				}
 				continue
 			}
 			if err := ls.take(ctx); err != nil {
-				fs.share.release() // the reservation
+				fs.share.unreserve()
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
 				}
@@ -174,6 +180,7 @@ func (f *follower) run(ctx context.Context) error {
 				}
 				continue
 			}
+			fs.share.took()
 			counted = true
 			now := fs.clock.Now()
 			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)

@@ -30,14 +30,22 @@ import (
 // leaves a binding unheld for want of a count.
 type share struct {
 	bindings int64
-	held     atomic.Int64 // tracker leases this replica holds
-	fair     atomic.Int64 // ceil(bindings / live holders)
-	live     atomic.Int64 // live holders at the last beat
-	beaten   atomic.Bool  // a beat was sent: Stop leaves
+	// held is the tracker leases this replica holds, pending the places
+	// reserved for takes under way; both change under cmu (held is read
+	// without it).
+	cmu     sync.Mutex
+	held    atomic.Int64
+	pending int64
+	fair    atomic.Int64 // ceil(bindings / live holders)
+	live    atomic.Int64 // live holders at the last beat
+	beaten  atomic.Bool  // a beat was sent: Stop leaves
 
 	mu      sync.Mutex
 	holders []ledger.Holder // the last beat's answer
 	at      time.Time       // when it was answered
+
+	fmu  sync.Mutex
+	free chan struct{} // closed when a place is given back (freed)
 }
 
 func newShare(bindings int) *share {
@@ -57,28 +65,69 @@ func (s *share) set(hs []ledger.Holder, now time.Time) {
 	}
 	n := int64(max(1, live))
 	s.live.Store(n)
-	s.fair.Store((s.bindings + n - 1) / n)
+	if fair := (s.bindings + n - 1) / n; s.fair.Swap(fair) < fair {
+		s.wake() // a larger share has places for the followers refused one
+	}
 	s.mu.Lock()
 	s.holders, s.at = hs, now
 	s.mu.Unlock()
 }
 
-// reserve counts a lease about to be taken, if the replica holds fewer
-// than its share, and answers whether it did: only then does a follower
-// try to take its lease, and one that fails to gives the count back
-// (release). Counted before the take, followers trying at once never take
-// past the share: after a kill, the survivors each take their new share
-// and no more, instead of the first to ask taking most of the dead
-// replica's (182 of 300 where the fair share was 150).
+// reserve counts a place for a lease about to be taken, if the replica's
+// leases and the places reserved leave room in its share, and answers
+// whether it did: only then does a follower try to take its lease, and it
+// then calls took or, when the take fails, unreserve. Counted before the
+// take, followers trying at once never take past the share: after a kill,
+// the survivors each take their new share and no more, instead of the
+// first to ask taking most of the dead replica's (182 of 300 where the
+// fair share was 150).
 func (s *share) reserve() bool {
-	for {
-		h := s.held.Load()
-		if h >= s.fair.Load() {
-			return false
-		}
-		if s.held.CompareAndSwap(h, h+1) {
-			return true
-		}
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.held.Load()+s.pending >= s.fair.Load() {
+		return false
+	}
+	s.pending++
+	return true
+}
+
+// took turns a reserved place into a lease held.
+func (s *share) took() {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.pending--
+	s.held.Add(1)
+}
+
+// unreserve gives back a place reserved for a take that failed.
+func (s *share) unreserve() {
+	s.cmu.Lock()
+	s.pending--
+	s.cmu.Unlock()
+	s.wake()
+}
+
+// freed answers a channel closed the next time a place in the share is
+// given back (a take that failed, a lease lost, released or given up, a
+// larger share): a
+// follower refused a place only because others were trying theirs tries
+// again then, not a third of a lease later.
+func (s *share) freed() <-chan struct{} {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if s.free == nil {
+		s.free = make(chan struct{})
+	}
+	return s.free
+}
+
+// wake closes the channel freed answered.
+func (s *share) wake() {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if s.free != nil {
+		close(s.free)
+		s.free = nil
 	}
 }
 
@@ -86,19 +135,25 @@ func (s *share) reserve() bool {
 // and answers whether it did: the caller then releases the lease instead
 // of renewing it.
 func (s *share) giveUp() bool {
-	for {
-		h := s.held.Load()
-		if h <= s.fair.Load() {
-			return false
-		}
-		if s.held.CompareAndSwap(h, h-1) {
-			return true
-		}
+	s.cmu.Lock()
+	if s.held.Load() <= s.fair.Load() {
+		s.cmu.Unlock()
+		return false
 	}
+	s.held.Add(-1)
+	s.cmu.Unlock()
+	s.wake()
+	return true
 }
 
-// release uncounts a lease lost or released.
-func (s *share) release() { s.held.Add(-1) }
+// release uncounts a lease lost or released, and wakes the followers
+// waiting for a place.
+func (s *share) release() {
+	s.cmu.Lock()
+	s.held.Add(-1)
+	s.cmu.Unlock()
+	s.wake()
+}
 
 // ShareStatus is this replica's part of the leases as the status route
 // shows it.
