@@ -25,6 +25,10 @@ script="$work/quickstart-steps.sh"
 } > "$script"
 cd "$work"
 echo "quickstart: running $(grep -c . "$script") lines of docs/quickstart.md in $work"
+# Two runs at once (two checkouts' make test) take turns: the page's
+# ports are fixed.
+exec 9>"${TMPDIR:-/tmp}/relayr-quickstart.lock"
+flock 9
 setsid bash "$script" &
 pgid=$!
 if ! wait "$pgid"; then
