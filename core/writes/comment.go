@@ -55,11 +55,38 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		return CommentResult{}, err
 	}
 	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindComment, Key: p.Key}
+	// A caller of a comment key another attempt holds waits for it, as a
+	// filing's caller does (wait.go).
+	deadline := w.clock.Now().Add(w.opts.WriteBound)
+	for range maxRounds {
+		res, err := s.comment(ctx, k, item, p, deadline)
+		if !errors.Is(err, errAgain) {
+			return res, err
+		}
+	}
+	return CommentResult{}, &Error{Code: CodeClaimed, RetryAfter: time.Second, Err: fmt.Errorf("comment key %s was claimed and given up again and again", tracker.Quote(p.Key))}
+}
+
+// comment is one round of Comment: the caller boards the key, or waits
+// for the attempt of this process on it, then claims it and posts.
+func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p CommentParams, deadline time.Time) (CommentResult, error) {
+	w := s.w
+	f, leads := w.board(k)
+	if !leads {
+		return CommentResult{}, w.await(ctx, k, f, deadline)
+	}
+	defer w.unboard(k, f)
 	row, outcome, err := w.ledger.Claim(ctx, ledger.ClaimParams{
 		Key: k, Correlation: p.Correlation, Now: w.clock.Now(), RetakeAfter: w.opts.RetakeAfter,
 	})
 	if err != nil {
 		return CommentResult{}, ledgerFailed(err)
+	}
+	if outcome == ledger.Held {
+		if row, err = w.awaitHolder(ctx, k, row, deadline); err != nil {
+			return CommentResult{}, err
+		}
+		outcome = ledger.Recorded
 	}
 	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
 	defer cancel()
@@ -68,8 +95,6 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Body: p.Body, Key: p.Key}, How: Existing}, nil
 	case ledger.Deleted:
 		return CommentResult{}, wrap(CodeDeleted, fmt.Errorf("the comment filed under %s was deleted", tracker.Quote(p.Key)))
-	case ledger.Held:
-		return CommentResult{}, wrap(CodeClaimed, fmt.Errorf("comment key %s is claimed by another attempt", tracker.Quote(p.Key)))
 	case ledger.Retaken:
 		// An earlier attempt may have posted it: look for the key among
 		// the item's comments before posting.

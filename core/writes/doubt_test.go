@@ -212,3 +212,50 @@ func (u *unsentOnce) Create(ctx context.Context, key string, d tracker.Draft) (t
 	}
 	return u.Tracker.Create(ctx, key, d)
 }
+
+// A comment's callers are waited for as a filing's are: two callers of one
+// comment key, arriving together, both answered the one comment, never
+// tracker_claimed; a caller on another replica is answered it once it is
+// recorded.
+func TestCallersOfOneCommentKeyAreAllAnsweredTheOneComment(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := faketracker.New(faketracker.LikeVikunja)
+		slow := &pacedComment{Tracker: fake, took: 300 * time.Millisecond}
+		led := memledger.New()
+		w := writerOver(slow, led, metrics.Discard{})
+		if _, err := w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "t"}}); err != nil {
+			t.Fatal(err)
+		}
+		other := writerOver(slow, led, metrics.Discard{}) // another replica on the same ledger
+		p := writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: "ci/log-1", Body: "the log"}
+		var wg sync.WaitGroup
+		got := make([]writes.CommentResult, 3)
+		errs := make([]error, 3)
+		for i, wr := range []*writes.Writer{w, w, other} {
+			wg.Go(func() { got[i], errs[i] = wr.Comment(context.Background(), p) })
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatalf("caller %d: %v", i, errs[i])
+			}
+			if got[i].Comment.ID != got[0].Comment.ID {
+				t.Fatalf("caller %d answered %s, caller 0 %s", i, got[i].Comment.ID, got[0].Comment.ID)
+			}
+		}
+		if n := fake.Calls(faketracker.MethodComment); n != 1 {
+			t.Fatalf("%d comments posted, want 1", n)
+		}
+	})
+}
+
+// pacedComment makes each comment take took.
+type pacedComment struct {
+	*faketracker.Tracker
+	took time.Duration
+}
+
+func (p *pacedComment) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	time.Sleep(p.took)
+	return p.Tracker.Comment(ctx, id, key, body)
+}
