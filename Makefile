@@ -15,13 +15,13 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
+.PHONY: all test vet race build-modules core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
 
 all: test
 
 ## test: vet and race-test every module (the demo and a short chaos run among
 ## the tests), build each alone, check core stands alone, fuzz briefly.
-test: db nats core-alone vet build-modules race fuzz-short quickstart
+test: db nats core-alone go-directives vet build-modules race fuzz-short quickstart
 
 vet:
 	$(GO) vet work
@@ -41,6 +41,12 @@ core-alone:
 	@n=$$(cd core && GOWORK=off $(GO) list -m all | wc -l); \
 	if [ "$$n" -ne 1 ]; then echo "core requires modules:"; (cd core && GOWORK=off $(GO) list -m all); exit 1; fi; \
 	echo "core requires nothing"
+
+## go-directives: every module and go.work name one go version.
+go-directives:
+	@n=$$(grep -h '^go ' go.work $(addsuffix /go.mod,$(MODULE_DIRS)) | sort -u | wc -l); \
+	if [ "$$n" -ne 1 ]; then echo "the go directives differ:"; grep -H '^go ' go.work $(addsuffix /go.mod,$(MODULE_DIRS)); exit 1; fi; \
+	echo "one go directive: $$(grep -h '^go ' go.work)"
 
 ## db: start the machine's PostgreSQL when it is down (the ledger tests need it).
 db:

@@ -1,3 +1,3 @@
 module github.com/relayr-go/relayr/core
 
-go 1.26
+go 1.26.0

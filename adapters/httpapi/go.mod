@@ -1,6 +1,6 @@
 module github.com/relayr-go/relayr/adapters/httpapi
 
-go 1.26
+go 1.26.0
 
 require github.com/relayr-go/relayr/core v0.0.0
 

@@ -1,6 +1,6 @@
 module github.com/relayr-go/relayr/adapters/ledgerpg
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
