@@ -325,7 +325,17 @@ var Kinds = []string{"plane", "vikunja"}
 func (c *Config) validate() []string {
 	var p []string
 	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+	c.checkService(add)
+	c.checkTimings(add)
+	tenants := c.checkTenants(add)
+	bound := c.checkBindings(tenants, add)
+	c.checkSubscriptions(bound, add)
+	return p
+}
 
+// checkService checks the service's own keys (listen, the ledger, the log,
+// tracker_conns, holder), filling the defaults they leave out.
+func (c *Config) checkService(add func(string, ...any)) {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
 	}
@@ -355,6 +365,18 @@ func (c *Config) validate() []string {
 	if c.TrackerConns < 0 {
 		add("tracker_conns %d is below 1 (leave it out for 16)", c.TrackerConns)
 	}
+	if c.Holder != "" {
+		// A run adds "~" and four hex digits (app.holderName).
+		if err := tracker.ValidateName("holder", c.Holder); err != nil {
+			add("holder: %v", err)
+		} else if len(c.Holder) > ledger.MaxName-5 {
+			add("holder: is %d bytes, over %d", len(c.Holder), ledger.MaxName-5)
+		}
+	}
+}
+
+// checkTimings checks the timings against each other.
+func (c *Config) checkTimings(add func(string, ...any)) {
 	// ADR-0033: an attempt's writes end within its write bound, before any
 	// other attempt may retake its claim; a bound at or past the retake
 	// would let a second attempt file while the first still creates.
@@ -377,16 +399,10 @@ func (c *Config) validate() []string {
 	if c.Timings.SweepMin.Duration > c.Timings.Sweep.Or(24*time.Hour) {
 		add("timings: sweep_min (%s) is longer than sweep (%s): set it to sweep to sweep only every sweep", c.Timings.SweepMin.Duration, c.Timings.Sweep.Or(24*time.Hour))
 	}
+}
 
-	if c.Holder != "" {
-		// A run adds "~" and four hex digits (app.holderName).
-		if err := tracker.ValidateName("holder", c.Holder); err != nil {
-			add("holder: %v", err)
-		} else if len(c.Holder) > ledger.MaxName-5 {
-			add("holder: is %d bytes, over %d", len(c.Holder), ledger.MaxName-5)
-		}
-	}
-
+// checkTenants checks every tenant and answers them by name.
+func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 	tenants := map[string]*Tenant{}
 	for i := range c.Tenants {
 		t := &c.Tenants[i]
@@ -409,7 +425,12 @@ func (c *Config) validate() []string {
 			}
 		}
 	}
+	return tenants
+}
 
+// checkBindings checks every binding against its tenant and the other
+// bindings, and answers the bound workspaces (tenant/workspace).
+func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...any)) map[string]bool {
 	bound := map[string]bool{}
 	// One Vikunja server takes one setting of writes at once: the first
 	// binding naming it, by index, and the setting it gives.
@@ -482,7 +503,12 @@ func (c *Config) validate() []string {
 			}
 		}
 	}
+	return bound
+}
 
+// checkSubscriptions checks every subscription: a bound workspace, one
+// target, and that target's keys.
+func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...any)) {
 	subs := map[string]bool{}
 	for i, s := range c.Subscriptions {
 		where := fmt.Sprintf("subscriptions[%d] (%s)", i, s.Name)
@@ -513,7 +539,6 @@ func (c *Config) validate() []string {
 			add("%s: secret must be read from env or file", where)
 		}
 	}
-	return p
 }
 
 func checkNATS(s Subscription, where string, add func(string, ...any)) {
