@@ -559,34 +559,15 @@ func sameFields(a, b tracker.Item) bool {
 
 // item compares one item with its snapshot and publishes what differs. It
 // answers the snapshot to save (nil when nothing changed) and the echoes to
-// consume.
+// consume. Its steps: the snapshot and whether the item moved past it
+// (readSnapshot), the item's new comments (newComments), the events of a
+// first read (firstRead) or of a read since the snapshot (sinceSnapshot),
+// the comments' events, then the snapshot to save.
 func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow, *consumption, error) {
 	fs := r.f.fs
-	var snap *snapshot
-	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
-	switch {
-	case err == nil:
-		if snap, err = decodeSnapshot(srow); err != nil {
-			snap = nil // a snapshot that can't be read reads as lost
-		}
-	case !errors.Is(err, ledger.ErrNotFound):
+	snap, tomb, skip, err := r.readSnapshot(ctx, it)
+	if err != nil || skip {
 		return nil, nil, err
-	}
-	// A tombstone is the snapshot of an item published as removed, not
-	// known deleted (archived on Plane): listed again, it is published as
-	// created again, its comments read before still read (ADR-1005).
-	var tomb *snapshot
-	if snap != nil && srow.Removed {
-		tomb, snap = snap, nil
-	}
-	if snap != nil && it.UpdatedAt.Before(snap.Item.UpdatedAt) {
-		// An older version than the one read before: a page read while the
-		// item moved (Plane's offset pages) answers it late. Diffing it
-		// would publish the item going back, relayr's own values included.
-		return nil, nil, nil
-	}
-	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
-		return nil, nil, nil // read before, settled and unchanged: nothing to ask
 	}
 	row, key, err := r.keyRow(ctx, it)
 	if err != nil {
@@ -596,6 +577,82 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// Seeding is silent: a new binding's first read snapshots every item
 	// and publishes nothing, unless the binding names a since.
 	seeding := snap == nil && tomb == nil && r.sweep != nil && r.sweep.first
+	comments, gone, err := r.newComments(ctx, it, snap, tomb, seeding)
+	if err != nil || gone {
+		return nil, nil, err
+	}
+	d := &itemDiff{r: r, it: it, key: key, row: row, snap: snap, tomb: tomb, seeding: seeding,
+		now: fs.clock.Now(), consume: map[string]string{}}
+	if row != nil {
+		d.correlation, d.values = row.Correlation, row.Values
+	}
+	d.next = snapshot{Item: it, Settled: d.now.Sub(it.UpdatedAt) >= fs.opts.SettleAfter}
+	if snap == nil {
+		d.firstRead()
+	} else {
+		d.sinceSnapshot(comments)
+	}
+	d.commentEvents(comments)
+	for _, e := range d.events {
+		if err := r.publish(ctx, e); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := json.Marshal(d.next)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &ledger.SnapshotRow{
+		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: it.Ref.ID, Item: raw,
+		UpdatedAt: it.UpdatedAt, CommentsUntil: d.next.CommentsUntil,
+	}
+	supersede := d.supersede
+	if r.sentAt.IsZero() {
+		supersede = nil // read by a request of unknown time
+	}
+	var use *consumption
+	if (len(d.consume) > 0 || len(supersede) > 0) && row != nil {
+		use = &consumption{key: row.Key, values: d.consume, supersede: supersede, before: r.sentAt}
+	}
+	return out, use, nil
+}
+
+// readSnapshot reads the item's snapshot (or its tombstone) and answers
+// skip when the item is no later than it: an older version, or one read
+// before, settled and unchanged.
+func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, skip bool, err error) {
+	fs := r.f.fs
+	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
+	switch {
+	case err == nil:
+		if snap, err = decodeSnapshot(srow); err != nil {
+			snap = nil // a snapshot that can't be read reads as lost
+		}
+	case !errors.Is(err, ledger.ErrNotFound):
+		return nil, nil, false, err
+	}
+	// A tombstone is the snapshot of an item published as removed, not
+	// known deleted (archived on Plane): listed again, it is published as
+	// created again, its comments read before still read (ADR-1005).
+	if snap != nil && srow.Removed {
+		tomb, snap = snap, nil
+	}
+	if snap != nil && it.UpdatedAt.Before(snap.Item.UpdatedAt) {
+		// An older version than the one read before: a page read while the
+		// item moved (Plane's offset pages) answers it late. Diffing it
+		// would publish the item going back, relayr's own values included.
+		return nil, nil, true, nil
+	}
+	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
+		return nil, nil, true, nil // read before, settled and unchanged: nothing to ask
+	}
+	return snap, tomb, false, nil
+}
+
+// newComments answers the item's comments to diff, when it moved or is not
+// settled (none while seeding), and gone when the item was deleted since
+// its page listed it.
+func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *snapshot, seeding bool) ([]tracker.Comment, bool, error) {
 	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
 	// A comment in the same second as the item's last change doesn't move
 	// it on a tracker that keeps time to the second; until a read comes
@@ -607,164 +664,161 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// reading them again finds nothing new.
 	seededThrough := snap != nil && snap.Through && !snap.CommentsUntil.Before(it.UpdatedAt)
 	unsettled := snap != nil && !snap.Settled && !seededThrough && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
-
-	var comments []tracker.Comment
-	if (moved || unsettled) && !seeding && it.Comments != nil {
+	switch {
+	case !(moved || unsettled) || seeding:
+		return nil, false, nil
+	case it.Comments != nil:
 		// The tracker answered the item's comments with it: no request.
-		comments = it.Comments
-	} else if (moved || unsettled) && !seeding {
-		since := time.Time{}
-		if prev := cmp.Or(snap, tomb); prev != nil {
-			since = prev.CommentsUntil
-		}
-		err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
-			var err error
-			comments, err = tr.Comments(ctx, it.Ref.ID, since)
-			return err
-		})
-		if errors.Is(err, tracker.ErrNotFound) {
-			// Deleted since the page listed it: nothing of it is read
-			// this poll. A reported deletion or the sweep tells what
-			// became of an item the follower knew; one made and deleted
-			// between two reads was never there (level-triggered).
-			return nil, nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
+		return it.Comments, false, nil
+	}
+	since := time.Time{}
+	if prev := cmp.Or(snap, tomb); prev != nil {
+		since = prev.CommentsUntil
+	}
+	var comments []tracker.Comment
+	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+		var err error
+		comments, err = tr.Comments(ctx, it.Ref.ID, since)
+		return err
+	})
+	if errors.Is(err, tracker.ErrNotFound) {
+		// Deleted since the page listed it: nothing of it is read
+		// this poll. A reported deletion or the sweep tells what
+		// became of an item the follower knew; one made and deleted
+		// between two reads was never there (level-triggered).
+		return nil, true, nil
+	}
+	return comments, false, err
+}
+
+// itemDiff is one item's read against what relayr knew of it: the events
+// it publishes, the echoes it consumes, the values it supersedes, and the
+// snapshot it leaves.
+type itemDiff struct {
+	r           *reader
+	it          tracker.Item
+	key         string
+	row         *ledger.Claim
+	snap, tomb  *snapshot
+	seeding     bool
+	correlation string
+	values      map[string]string
+	now         time.Time
+
+	events    []eventlog.Event
+	consume   map[string]string
+	supersede []string
+	next      snapshot
+}
+
+// firstRead is the first read of a binding, or of an item: it consumes the
+// echoes it reads (ADR-0036: "The first read of a binding consumes them
+// too"), and publishes the item as created unless relayr filed it or the
+// read seeds.
+func (d *itemDiff) firstRead() {
+	r, it, row := d.r, d.it, d.row
+	var changed []string
+	for _, field := range Fields {
+		if v, ok := echo(r.tr, field, d.values[field], ledger.Canonical(field, it)); ok {
+			d.consume[field] = v
+		} else if d.values[field] != "" {
+			d.supersede = append(d.supersede, field)
+			changed = append(changed, field)
 		}
 	}
-
-	correlation := ""
-	var values map[string]string
-	if row != nil {
-		correlation, values = row.Correlation, row.Values
-	}
-	now := fs.clock.Now()
-	var events []eventlog.Event
-	consume := map[string]string{}
-	var supersede []string
-	relayrs := false // one of relayr's values is among the changes read
-	next := snapshot{Item: it, Settled: now.Sub(it.UpdatedAt) >= fs.opts.SettleAfter}
-
-	if snap == nil {
-		// The first read of a binding, and of an item, consumes the
-		// echoes it reads (ADR-0036: "The first read of a binding
-		// consumes them too").
-		var changed []string
-		for _, field := range Fields {
-			if v, ok := echo(r.tr, field, values[field], ledger.Canonical(field, it)); ok {
-				consume[field] = v
-			} else if values[field] != "" {
-				supersede = append(supersede, field)
-				changed = append(changed, field)
-			}
-		}
-		if row != nil && row.Recorded && !seeding && tomb == nil && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
-			// An item relayr filed that a person changed before any read
-			// of it: what relayr recorded is what the item held before
-			// (ADR-0036's departures). The change is from the record, so a
-			// read again derives the same id; its actor is unknown, since
-			// relayr's creation is among what this read sees. A read whose
-			// request went before the record may show the item half made
-			// (Vikunja labels a task after it makes it), and a claim not
-			// yet recorded may still be learning what the tracker made of
-			// its values: neither publishes.
-			for _, field := range changed {
-				events = append(events, r.scope.changed(it, row.RecordedAt, key, field, ledger.Last(values[field]), ledger.Canonical(field, it), "", correlation, now))
-			}
-		}
-		since := r.f.b.Since
-		switch {
-		case seeding && (since.IsZero() || it.UpdatedAt.Before(since)):
-			// Seeded silently; its comments until its last change are old.
-		case tomb != nil:
-			// Listed again after its removal, relayr's item or a person's:
-			// the item as it is now, once for each removal.
-			events = append(events, r.scope.restored(it, tomb.Item.UpdatedAt, key, correlation, now))
-			next.CommentsUntil, next.SeenAt, next.Through = tomb.CommentsUntil, slices.Clone(tomb.SeenAt), tomb.Through
-		case row != nil:
-			// An item whose key relayr claimed isn't published as
-			// created: it is relayr's creation.
-		default:
-			events = append(events, r.scope.created(it, key, correlation, now))
-		}
-		if seeding {
-			next.CommentsUntil, next.Through = it.UpdatedAt, true
-		}
-	} else {
-		next.CommentsUntil, next.SeenAt, next.Through = snap.CommentsUntil, slices.Clone(snap.SeenAt), snap.Through
-		var changed []string
-		for _, field := range Fields {
-			old, cur := ledger.Canonical(field, snap.Item), ledger.Canonical(field, it)
-			// relayr's own writes are dropped by value: a field read back
-			// holding the value recorded for it is an echo, and the
-			// recorded value is consumed, so a person who later sets that
-			// value again is published (ADR-0036).
-			if v, ok := echo(r.tr, field, values[field], cur); ok {
-				consume[field] = v
-				if old != cur {
-					relayrs = true
-					fs.m.Add(metrics.Echoes, 1, r.labels())
-				}
-				continue
-			}
-			if values[field] != "" {
-				// A person's value, not one relayr wrote: what relayr
-				// wrote before it was read, it overwrote.
-				supersede = append(supersede, field)
-			}
-			if old != cur {
-				changed = append(changed, field)
-			}
-		}
-		for _, c := range comments {
-			if snap.isNew(c) && c.Key != "" {
-				relayrs = true
-			}
-		}
-		// actor is the item's last updater only when nothing relayr wrote
-		// is among the changes read (ADR-0036, where it departs).
-		actor := it.UpdatedBy
-		if relayrs {
-			actor = ""
-		}
+	if row != nil && row.Recorded && !d.seeding && d.tomb == nil && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
+		// An item relayr filed that a person changed before any read
+		// of it: what relayr recorded is what the item held before
+		// (ADR-0036's departures). The change is from the record, so a
+		// read again derives the same id; its actor is unknown, since
+		// relayr's creation is among what this read sees. A read whose
+		// request went before the record may show the item half made
+		// (Vikunja labels a task after it makes it), and a claim not
+		// yet recorded may still be learning what the tracker made of
+		// its values: neither publishes.
 		for _, field := range changed {
-			events = append(events, r.scope.changed(it, snap.Item.UpdatedAt, key, field, ledger.Canonical(field, snap.Item), ledger.Canonical(field, it), actor, correlation, now))
+			d.events = append(d.events, r.scope.changed(it, row.RecordedAt, d.key, field, ledger.Last(d.values[field]), ledger.Canonical(field, it), "", d.correlation, d.now))
+		}
+	}
+	since := r.f.b.Since
+	switch {
+	case d.seeding && (since.IsZero() || it.UpdatedAt.Before(since)):
+		// Seeded silently; its comments until its last change are old.
+	case d.tomb != nil:
+		// Listed again after its removal, relayr's item or a person's:
+		// the item as it is now, once for each removal.
+		d.events = append(d.events, r.scope.restored(it, d.tomb.Item.UpdatedAt, d.key, d.correlation, d.now))
+		d.next.CommentsUntil, d.next.SeenAt, d.next.Through = d.tomb.CommentsUntil, slices.Clone(d.tomb.SeenAt), d.tomb.Through
+	case row != nil:
+		// An item whose key relayr claimed isn't published as
+		// created: it is relayr's creation.
+	default:
+		d.events = append(d.events, r.scope.created(it, d.key, d.correlation, d.now))
+	}
+	if d.seeding {
+		d.next.CommentsUntil, d.next.Through = it.UpdatedAt, true
+	}
+}
+
+// sinceSnapshot diffs the item against its snapshot: one event per field a
+// person changed, relayr's own values dropped by value and consumed.
+func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
+	r, it, snap := d.r, d.it, d.snap
+	d.next.CommentsUntil, d.next.SeenAt, d.next.Through = snap.CommentsUntil, slices.Clone(snap.SeenAt), snap.Through
+	relayrs := false // one of relayr's values is among the changes read
+	var changed []string
+	for _, field := range Fields {
+		old, cur := ledger.Canonical(field, snap.Item), ledger.Canonical(field, it)
+		// relayr's own writes are dropped by value: a field read back
+		// holding the value recorded for it is an echo, and the
+		// recorded value is consumed, so a person who later sets that
+		// value again is published (ADR-0036).
+		if v, ok := echo(r.tr, field, d.values[field], cur); ok {
+			d.consume[field] = v
+			if old != cur {
+				relayrs = true
+				r.f.fs.m.Add(metrics.Echoes, 1, r.labels())
+			}
+			continue
+		}
+		if d.values[field] != "" {
+			// A person's value, not one relayr wrote: what relayr
+			// wrote before it was read, it overwrote.
+			d.supersede = append(d.supersede, field)
+		}
+		if old != cur {
+			changed = append(changed, field)
 		}
 	}
 	for _, c := range comments {
-		if prev := cmp.Or(snap, tomb); prev != nil && !prev.isNew(c) {
+		if snap.isNew(c) && c.Key != "" {
+			relayrs = true
+		}
+	}
+	// actor is the item's last updater only when nothing relayr wrote
+	// is among the changes read (ADR-0036, where it departs).
+	actor := it.UpdatedBy
+	if relayrs {
+		actor = ""
+	}
+	for _, field := range changed {
+		d.events = append(d.events, r.scope.changed(it, snap.Item.UpdatedAt, d.key, field, ledger.Canonical(field, snap.Item), ledger.Canonical(field, it), actor, d.correlation, d.now))
+	}
+}
+
+// commentEvents publishes the comments not read before, but relayr's own
+// (read with its key: ADR-0036), and notes each seen.
+func (d *itemDiff) commentEvents(comments []tracker.Comment) {
+	for _, c := range comments {
+		if prev := cmp.Or(d.snap, d.tomb); prev != nil && !prev.isNew(c) {
 			continue
 		}
-		next.saw(c)
-		// A comment relayr posted, read with its key, isn't published at
-		// all (ADR-0036).
+		d.next.saw(c)
 		if c.Key != "" {
 			continue
 		}
-		events = append(events, r.scope.commented(it, key, c, correlation, now))
+		d.events = append(d.events, d.r.scope.commented(d.it, d.key, c, d.correlation, d.now))
 	}
-	for _, e := range events {
-		if err := r.publish(ctx, e); err != nil {
-			return nil, nil, err
-		}
-	}
-	raw, err := json.Marshal(next)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := &ledger.SnapshotRow{
-		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: it.Ref.ID, Item: raw,
-		UpdatedAt: it.UpdatedAt, CommentsUntil: next.CommentsUntil,
-	}
-	if r.sentAt.IsZero() {
-		supersede = nil // read by a request of unknown time
-	}
-	var use *consumption
-	if (len(consume) > 0 || len(supersede) > 0) && row != nil {
-		use = &consumption{key: row.Key, values: consume, supersede: supersede, before: r.sentAt}
-	}
-	return out, use, nil
 }
 
 func (r *reader) labels() metrics.Labels {
