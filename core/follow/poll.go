@@ -665,7 +665,7 @@ func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *s
 	seededThrough := snap != nil && snap.Through && !snap.CommentsUntil.Before(it.UpdatedAt)
 	unsettled := snap != nil && !snap.Settled && !seededThrough && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
 	switch {
-	case !(moved || unsettled) || seeding:
+	case (!moved && !unsettled) || seeding:
 		return nil, false, nil
 	case it.Comments != nil:
 		// The tracker answered the item's comments with it: no request.
