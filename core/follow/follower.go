@@ -144,47 +144,15 @@ func (f *follower) run(ctx context.Context) error {
 			return nil
 		}
 		if !ls.held() {
-			f.sweep = nil
-			// Switched off is nothing: no lease taken, nothing read
-			// (ADR-0036: "a follower switched off reads nothing, writes
-			// nothing, and lets its lease go until it is switched on").
-			if !f.enabled(ctx) {
-				if !f.wait(ctx, o.PollEvery, nil) {
-					return nil
-				}
+			took, ok := f.takeLease(ctx, ls)
+			if !ok {
+				return nil
+			}
+			if !took {
 				continue
 			}
-			// A replica holding its share takes no more (share.go): the
-			// binding is another's, and a replica under its share takes it.
-			freed := fs.share.freed()
-			if !fs.share.reserve() {
-				// Tried again a third of a lease on, or as soon as a place
-				// is given back (share.freed).
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-fs.clock.After(o.renewEvery()):
-				case <-freed:
-				}
-				continue
-			}
-			if err := ls.take(ctx); err != nil {
-				fs.share.unreserve()
-				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
-					fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
-				}
-				// ADR-0015: "A follower that can't take it tries again
-				// every third of that".
-				if !f.wait(ctx, o.renewEvery(), nil) {
-					return nil
-				}
-				continue
-			}
-			fs.share.took()
 			counted = true
 			now := fs.clock.Now()
-			fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)
-			f.update(func(s *state) { s.held, s.heldSince, s.late = true, now, false })
 			// The first poll comes at the binding's phase of its interval.
 			nextPoll = now.Add(fs.phase(f.b, f.interval()))
 			nextRenew, debounceAt, waitUntil, lastStart, announced = now.Add(o.renewEvery()), time.Time{}, time.Time{}, time.Time{}, false
@@ -270,21 +238,8 @@ func (f *follower) run(ctx context.Context) error {
 			continue
 		}
 
-		next := nextRenew
-		if nextPoll.Before(next) {
-			next = nextPoll
-		}
-		if !debounceAt.IsZero() {
-			at := debounceAt
-			if at.Before(waitUntil) {
-				at = waitUntil
-			}
-			if at.Before(next) {
-				next = at
-			}
-		}
 		nudged := false
-		if !f.wait(ctx, next.Sub(now), &nudged) {
+		if !f.wait(ctx, nextWake(nextRenew, nextPoll, debounceAt, waitUntil).Sub(now), &nudged) {
 			return nil
 		}
 		if nudged {
@@ -296,6 +251,68 @@ func (f *follower) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// takeLease tries to take the binding's lease while it is not held:
+// nothing while the binding is switched off (ADR-0036: "a follower
+// switched off reads nothing, writes nothing, and lets its lease go until
+// it is switched on"), nor while the replica holds its share (share.go).
+// It answers took when the lease is now held and counted in the share, and
+// ok false when ctx ended; otherwise it has waited before the next try.
+func (f *follower) takeLease(ctx context.Context, ls *lease) (took, ok bool) {
+	fs, o := f.fs, f.fs.opts
+	f.sweep = nil
+	if !f.enabled(ctx) {
+		return false, f.wait(ctx, o.PollEvery, nil)
+	}
+	// A replica holding its share takes no more: the binding is
+	// another's, and a replica under its share takes it.
+	freed := fs.share.freed()
+	if !fs.share.reserve() {
+		// Tried again a third of a lease on, or as soon as a place is
+		// given back (share.freed).
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-fs.clock.After(o.renewEvery()):
+		case <-freed:
+		}
+		return false, true
+	}
+	if err := ls.take(ctx); err != nil {
+		fs.share.unreserve()
+		if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
+			fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
+		}
+		// ADR-0015: "A follower that can't take it tries again every
+		// third of that".
+		return false, f.wait(ctx, o.renewEvery(), nil)
+	}
+	fs.share.took()
+	now := fs.clock.Now()
+	fs.logger.Info("tracker follower took its lease", "binding", f.b.Name(), "holder", fs.holder)
+	f.update(func(s *state) { s.held, s.heldSince, s.late = true, now, false })
+	return true, true
+}
+
+// nextWake is when a follower holding its lease next has something to do:
+// its renewal, its poll, or a debounced nudge's poll (no sooner than a
+// 429's wait).
+func nextWake(nextRenew, nextPoll, debounceAt, waitUntil time.Time) time.Time {
+	next := nextRenew
+	if nextPoll.Before(next) {
+		next = nextPoll
+	}
+	if !debounceAt.IsZero() {
+		at := debounceAt
+		if at.Before(waitUntil) {
+			at = waitUntil
+		}
+		if at.Before(next) {
+			next = at
+		}
+	}
+	return next
 }
 
 // pollHolding polls, renewing the lease at *nextRenew while the poll waits
