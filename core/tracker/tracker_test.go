@@ -1,7 +1,9 @@
 package tracker_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,19 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 	}
 	if tracker.CertainlyNotTaken(tracker.ErrUnavailable) {
 		t.Error("an unavailable tracker may have taken the write")
+	}
+	// A request that never left relayr: unavailable (a retry can
+	// succeed), certainly not taken, its cause kept, marked once.
+	cause := context.DeadlineExceeded
+	unsent := tracker.NotSent(fmt.Errorf("waiting for the write slot: %w", cause))
+	if !errors.Is(unsent, tracker.ErrNotSent) || !errors.Is(unsent, tracker.ErrUnavailable) || !errors.Is(unsent, cause) || !tracker.CertainlyNotTaken(unsent) {
+		t.Errorf("NotSent: %v does not match ErrNotSent, ErrUnavailable and its cause, or may have been taken", unsent)
+	}
+	if again := tracker.NotSent(unsent); strings.Count(again.Error(), "never sent") != 1 {
+		t.Errorf("NotSent of a never-sent error wrapped it again: %v", again)
+	}
+	if tracker.NotSent(nil) != nil {
+		t.Error("NotSent(nil) is not nil")
 	}
 }
 

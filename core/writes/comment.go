@@ -109,7 +109,9 @@ func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p
 			return err
 		})
 		if err != nil {
-			return CommentResult{}, s.holdClaim(err)
+			// An earlier attempt's comment may stand: the claim holds
+			// until the retake (relayr resolves no comment in doubt).
+			return CommentResult{}, classify(err)
 		}
 		if found != nil {
 			return s.recordComment(ctx, k, row.Nonce, *found, Found)
@@ -137,7 +139,7 @@ func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p
 			// release finds the count back.
 			failed = s.giveBack(ctx, counted, nil)
 		}
-		return CommentResult{}, errors.Join(s.failed(ctx, k, row.Nonce, err), failed)
+		return CommentResult{}, errors.Join(undoubted(s.failed(ctx, k, row.Nonce, err)), failed)
 	}
 	ctx, done := s.landed(ctx) // the comment stands: it is recorded whatever its caller does
 	defer done()

@@ -37,39 +37,46 @@ func (d *doubt) Error() string { return d.err.Error() }
 
 func (d *doubt) Unwrap() error { return d.err }
 
+// undoubted is err without its doubt, for a write relayr resolves no doubt
+// of (a comment: its claim holds until the retake looks it up).
+func undoubted(err error) error {
+	var d *doubt
+	if errors.As(err, &d) {
+		return d.err
+	}
+	return err
+}
+
 // Backoff of a look-up that failed.
 const (
 	firstRelook = time.Second
 	maxRelook   = 8 * time.Second
 )
 
-// resolve looks up the item a filing in doubt may have made, and answers
-// reply with what it found: the item recorded, errAgain once the claim is
-// freed, or the doubt's failure while a look-up fails. reply's last is set
-// on an answer that ends the doubt.
-func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claimedAt time.Time, d tracker.Draft, cause *doubt, reply func(Result, error, bool)) {
+// resolve looks up the item a filing in doubt may have made, Settle after
+// its request ended, and again with backoff while a look-up fails, until
+// the claim could be retaken. It answers whether it found and recorded
+// the item; freed, the claim is the next caller's to file.
+func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claimedAt time.Time, d tracker.Draft) bool {
 	w := s.w
 	labels := metrics.Labels{"tenant": k.Tenant, "workspace": k.Workspace}
 	pause := w.opts.Settle
 	for {
-		if err := clock.Sleep(ctx, w.clock, pause); err != nil {
-			reply(Result{}, cause.err, true)
-			return
+		if clock.Sleep(ctx, w.clock, pause) != nil {
+			return false
 		}
 		w.m.Add(metrics.DoubtLookups, 1, labels)
-		res, err := s.lookUp(ctx, k, nonce, d)
+		_, err := s.lookUp(ctx, k, nonce, d)
 		var again *doubt
 		if !errors.As(err, &again) {
-			reply(res, err, true)
-			return
+			return err == nil
 		}
-		// Still in doubt: the caller hears the failure, and the look-up is
-		// tried again while the claim cannot be retaken.
-		reply(Result{}, withRetry(cause.err, pause), false)
+		// Still in doubt: the look-up is tried again while the claim
+		// cannot be retaken.
 		pause = relook(pause, again.err)
 		if w.clock.Now().Add(pause).Sub(claimedAt) > w.opts.RetakeAfter {
 			w.m.Add(metrics.DoubtsLeft, 1, labels)
-			return
+			return false
 		}
 	}
 }

@@ -359,40 +359,33 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 	}
 }
 
-// fly runs a filing to its end, and answers it once: what it made, or how
-// it failed; in doubt, that it is in doubt, and it then resolves the doubt
-// (doubt.go), its callers waiting on the board. The attempt leaves the board before an answer that ends it,
-// so that a caller told to claim again never waits for its own attempt,
-// and once its doubt is resolved or left to the retake.
+// fly runs a filing to its end and answers it: what it made, or how it
+// failed; in doubt, that it is in doubt, and it then resolves the doubt
+// (doubt.go) while its callers wait on the board. The attempt leaves the
+// board before an answer that ends it, so that a caller told to claim
+// again never waits for its own attempt.
 func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Claim, outcome ledger.Outcome, p EnsureParams, draft tracker.Draft, answer chan<- filed) {
 	w := s.w
-	var once sync.Once
-	leave := func() { once.Do(func() { w.unboard(k, f) }) }
-	defer leave()
-	answered := false
-	reply := func(res Result, err error, last bool) {
-		if err == nil {
-			w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
-		}
-		if last {
-			leave()
-		}
-		if !answered {
-			answered = true
-			answer <- filed{res, err}
-		}
-	}
 	res, err := s.file(ctx, k, row, outcome, p, draft)
 	var d *doubt
 	if !errors.As(err, &d) {
-		reply(res, err, true)
+		if err == nil {
+			w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
+		}
+		w.unboard(k, f)
+		answer <- filed{res, err}
 		return
 	}
 	// In doubt: the caller hears so at once, told to come back once the
 	// look-up can have answered, and relayr looks the item up.
-	reply(Result{}, withRetry(d.err, w.opts.Settle+time.Second), false)
-	s.resolve(ctx, k, row.Nonce, row.ClaimedAt, draft, d, reply)
-} // filed is a filing's answer.
+	answer <- filed{Result{}, withRetry(d.err, w.opts.Settle+time.Second)}
+	if s.resolve(ctx, k, row.Nonce, row.ClaimedAt, draft) {
+		w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
+	}
+	w.unboard(k, f)
+}
+
+// filed is a filing's answer.
 type filed struct {
 	res Result
 	err error
