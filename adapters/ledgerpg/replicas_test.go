@@ -53,7 +53,7 @@ func newReplicas(t testing.TB, rls bool) *replicas {
 	gate := &gatedCreate{Tracker: fake}
 	writer := func(l writes.Ledger) *writes.Writer {
 		conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: fixed{gate}})
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: fixed{tracker.New(gate)}})
 		return writes.New(writes.Config{Ledger: l, Connections: conns})
 	}
 	rr := &rereading{Ledger: second, reread: make(chan struct{})}
@@ -61,10 +61,10 @@ func newReplicas(t testing.TB, rls bool) *replicas {
 }
 
 // fixed connects every binding to one tracker.
-type fixed struct{ t tracker.Tracker }
+type fixed struct{ t *tracker.Tracker }
 
 func (fixed) Kind() string { return "fake" }
-func (f fixed) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+func (f fixed) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
 	return f.t, nil
 }
 

@@ -81,7 +81,7 @@ type conn struct {
 	mu      sync.Mutex
 	creds   tracker.Credentials
 	asked   time.Time
-	tracker tracker.Tracker
+	tracker *tracker.Tracker
 }
 
 // NewConnections keeps the given bindings' connections.
@@ -130,11 +130,11 @@ func (cs *Connections) connOf(b Binding) *conn {
 
 // Tracker answers the binding's tracker, asking for credentials when they
 // are older than CredentialsTTL (or were never asked for).
-func (cs *Connections) Tracker(ctx context.Context, b Binding) (tracker.Tracker, error) {
+func (cs *Connections) Tracker(ctx context.Context, b Binding) (*tracker.Tracker, error) {
 	return cs.tracker(ctx, b, false)
 }
 
-func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (tracker.Tracker, error) {
+func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (*tracker.Tracker, error) {
 	c := cs.connOf(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,7 +166,7 @@ func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (trac
 // connection's reads with the call's. When the tracker refuses the key, the
 // credentials are asked for again at once and fn is called once more
 // (ADR-0033).
-func (cs *Connections) Do(ctx context.Context, b Binding, fn func(ctx context.Context, tr tracker.Tracker) error) error {
+func (cs *Connections) Do(ctx context.Context, b Binding, fn func(ctx context.Context, tr *tracker.Tracker) error) error {
 	err := cs.do(ctx, b, fn)
 	if cs.Budget != nil {
 		cs.Budget.Observe(b.BudgetKey(), err)
@@ -174,7 +174,7 @@ func (cs *Connections) Do(ctx context.Context, b Binding, fn func(ctx context.Co
 	return err
 }
 
-func (cs *Connections) do(ctx context.Context, b Binding, fn func(ctx context.Context, tr tracker.Tracker) error) error {
+func (cs *Connections) do(ctx context.Context, b Binding, fn func(ctx context.Context, tr *tracker.Tracker) error) error {
 	tr, err := cs.Tracker(ctx, b)
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (cs *Connections) LastCredentials(b Binding) (tracker.Credentials, bool) {
 
 // Cached answers the binding's tracker and the credentials it was made
 // with, as last asked for, without asking (false when never asked).
-func (cs *Connections) Cached(b Binding) (tracker.Tracker, tracker.Credentials, bool) {
+func (cs *Connections) Cached(b Binding) (*tracker.Tracker, tracker.Credentials, bool) {
 	c := cs.connOf(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()

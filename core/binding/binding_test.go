@@ -54,7 +54,7 @@ func TestCredentialsAreAskedAtMostEveryTTL(t *testing.T) {
 func TestDoAsksAgainAtOnceAfterUnauthorizedAndRetriesOnce(t *testing.T) {
 	cs, b, store, _, conn := setUp()
 	calls := 0
-	err := cs.Do(context.Background(), b, func(context.Context, tracker.Tracker) error {
+	err := cs.Do(context.Background(), b, func(context.Context, *tracker.Tracker) error {
 		calls++
 		return tracker.ErrUnauthorized
 	})
@@ -65,7 +65,7 @@ func TestDoAsksAgainAtOnceAfterUnauthorizedAndRetriesOnce(t *testing.T) {
 		t.Fatalf("connected %d times: the same credentials need no new connection", conn.Connects())
 	}
 	store.creds.Token = "k2" // rotated
-	_ = cs.Do(context.Background(), b, func(context.Context, tracker.Tracker) error { return tracker.ErrUnauthorized })
+	_ = cs.Do(context.Background(), b, func(context.Context, *tracker.Tracker) error { return tracker.ErrUnauthorized })
 	if conn.Connects() != 2 {
 		t.Fatalf("connected %d times: rotated credentials need a new connection", conn.Connects())
 	}

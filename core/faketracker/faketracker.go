@@ -94,9 +94,25 @@ type Tracker struct {
 }
 
 var (
-	_ tracker.Tracker             = (*Tracker)(nil)
+	_ tracker.Driver              = (*Tracker)(nil)
 	_ tracker.DescriptionComparer = (*Tracker)(nil)
 )
+
+// Capabilities implements tracker.Driver: the Plane flavour enforces keys
+// and holds every state; the Vikunja flavour folds the states into todo
+// and done, keeps time to the second and reports deletions by webhook.
+func (t *Tracker) Capabilities() tracker.Capabilities {
+	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond}
+	if t.flavour == LikePlane {
+		c.KeysEnforced = true
+		return c
+	}
+	c.TimePrecision, c.NudgesDeletions = time.Second, true
+	c.States = map[tracker.State]tracker.State{
+		tracker.Backlog: tracker.Todo, tracker.Started: tracker.Todo, tracker.Cancelled: tracker.Done,
+	}
+	return c
+}
 
 // OnRequest calls fn at each request the fake stands for (each call of a
 // method of the port), for a test that times them.
@@ -234,23 +250,13 @@ func (t *Tracker) now() time.Time {
 	return n
 }
 
-// Project implements tracker.Tracker.
+// Project implements tracker.Driver.
 func (t *Tracker) Project() string { return t.project }
 
-// Holds implements tracker.Tracker.
-func (t *Tracker) Holds(s tracker.State) tracker.State {
-	if t.flavour == LikePlane {
-		return s
-	}
-	switch s {
-	case tracker.Done, tracker.Cancelled:
-		return tracker.Done
-	default:
-		return tracker.Todo
-	}
-}
+// Holds is the state an item set to s reads back as (Capabilities.States).
+func (t *Tracker) Holds(s tracker.State) tracker.State { return t.Capabilities().Holds(s) }
 
-// Link implements tracker.Tracker.
+// Link implements tracker.Driver.
 func (t *Tracker) Link(ref tracker.ItemRef) string {
 	return "https://fake.example/" + t.project + "/" + ref.Name
 }
@@ -269,12 +275,8 @@ func (t *Tracker) find(key string) *item {
 	return nil
 }
 
-// Find implements tracker.Tracker.
+// Find implements tracker.Driver.
 func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
-	// Both trackers trim a key at its ends (tracker.ValidateKeyKept).
-	if err := tracker.ValidateKeyKept(key, ""); err != nil {
-		return tracker.Item{}, err
-	}
 	if _, err := t.enter(ctx, MethodFind); err != nil {
 		return tracker.Item{}, err
 	}
@@ -286,17 +288,11 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 	return tracker.Item{}, fmt.Errorf("%w: no item under key %q", tracker.ErrNotFound, key)
 }
 
-// Create implements tracker.Tracker.
+// Create implements tracker.Driver.
 func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
-	if err := tracker.ValidateKeyKept(key, ""); err != nil {
-		return tracker.Item{}, err
-	}
 	crash, err := t.enter(ctx, MethodCreate)
 	if err != nil {
 		return tracker.Item{}, err
-	}
-	if err := tracker.ValidateDraft(d); err != nil {
-		return tracker.Item{}, fmt.Errorf("%w: %w", tracker.ErrRefused, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -346,7 +342,7 @@ func (t *Tracker) live(id string) (*item, error) {
 	return it, nil
 }
 
-// Item implements tracker.Tracker.
+// Item implements tracker.Driver.
 func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 	if _, err := t.enter(ctx, MethodItem); err != nil {
 		return tracker.Item{}, err
@@ -363,14 +359,11 @@ func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 	return t.copyOf(it), nil
 }
 
-// Update implements tracker.Tracker.
+// Update implements tracker.Driver.
 func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
 	crash, err := t.enter(ctx, MethodUpdate)
 	if err != nil {
 		return tracker.Item{}, err
-	}
-	if err := tracker.ValidatePatch(p); err != nil {
-		return tracker.Item{}, fmt.Errorf("%w: %w", tracker.ErrRefused, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -402,11 +395,8 @@ func (t *Tracker) apply(it *item, p tracker.Patch, by string) {
 	it.UpdatedAt = t.now()
 }
 
-// Comment implements tracker.Tracker.
+// Comment implements tracker.Driver.
 func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
-	if err := tracker.ValidateKeyKept(key, ""); err != nil {
-		return tracker.Comment{}, err
-	}
 	if _, err := t.enter(ctx, MethodComment); err != nil {
 		return tracker.Comment{}, err
 	}
@@ -430,7 +420,7 @@ func (t *Tracker) addComment(it *item, key, body, author string) tracker.Comment
 	return c
 }
 
-// Items implements tracker.Tracker: the live, unarchived items updated at or
+// Items implements tracker.Driver: the live, unarchived items updated at or
 // after q.Since, ordered by (UpdatedAt, ID), PageSize a page.
 func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 	if _, err := t.enter(ctx, MethodItems); err != nil {
@@ -467,7 +457,7 @@ func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, err
 	return p, nil
 }
 
-// Comments implements tracker.Tracker.
+// Comments implements tracker.Driver.
 func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
 	if _, err := t.enter(ctx, MethodComments); err != nil {
 		return nil, err
@@ -487,7 +477,7 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 	return out, nil
 }
 
-// Nudge implements tracker.Tracker: the body is {"project": "<name>"}, or
+// Nudge implements tracker.Driver: the body is {"project": "<name>"}, or
 // {"project": "<name>", "deleted": "<id>"} for a deletion, signed in
 // SignatureHeader.
 func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
@@ -709,7 +699,7 @@ func (c *Connector) Kind() string {
 }
 
 // Connect implements tracker.Connector.
-func (c *Connector) Connect(ctx context.Context, _ tracker.Credentials, _ tracker.Source) (tracker.Tracker, error) {
+func (c *Connector) Connect(ctx context.Context, _ tracker.Credentials, _ tracker.Source) (*tracker.Tracker, error) {
 	c.mu.Lock()
 	hooks := c.onRead
 	c.mu.Unlock()
@@ -722,7 +712,7 @@ func (c *Connector) Connect(ctx context.Context, _ tracker.Credentials, _ tracke
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.connects++
-	return c.Fake, nil
+	return tracker.New(c.Fake), nil
 }
 
 // Connects answers how many times Connect was called.
@@ -731,7 +721,3 @@ func (c *Connector) Connects() int {
 	defer c.mu.Unlock()
 	return c.connects
 }
-
-// GuardsKeys implements tracker.KeyGuard: the Plane flavour's Create answers
-// *tracker.ExistsError for a key already filed.
-func (t *Tracker) GuardsKeys() bool { return t.flavour == LikePlane }

@@ -30,10 +30,10 @@ var t0 = time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)
 
 // benchFollower is one follower over a tracker and a store, its poll called
 // directly, on a fake clock.
-func benchFollower(b *testing.B, tr tracker.Tracker, l ledger.Ledger, clk clock.Clock) *follower {
+func benchFollower(b *testing.B, tr tracker.Driver, l ledger.Ledger, clk clock.Clock) *follower {
 	b.Helper()
 	mem := memledger.New()
-	bd := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: connectorOf{tr}}
+	bd := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: connectorOf{tracker.New(tr)}}
 	conns := binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {}}, bd)
 	// The daily sweep reads the whole project, a page a request, and is
 	// measured apart (BenchmarkSeed reads the same way); here it is kept
@@ -43,10 +43,10 @@ func benchFollower(b *testing.B, tr tracker.Tracker, l ledger.Ledger, clk clock.
 	return newFollower(fs, bd)
 }
 
-type connectorOf struct{ tr tracker.Tracker }
+type connectorOf struct{ tr *tracker.Tracker }
 
 func (c connectorOf) Kind() string { return "fake" }
-func (c connectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+func (c connectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
 	return c.tr, nil
 }
 
@@ -175,13 +175,17 @@ func (forgetful) SaveSnapshots(context.Context, []ledger.SnapshotRow) error { re
 // generated is a project of n items made up as pages are asked for, so the
 // tracker holds nothing either; it samples the heap at every page.
 type generated struct {
-	n               int
-	pages           int
-	base, peak      uint64
-	tracker.Tracker // every other method is unused
+	n              int
+	pages          int
+	base, peak     uint64
+	tracker.Driver // every other method is unused
 }
 
 func (g *generated) Project() string { return "proj" }
+
+func (g *generated) Capabilities() tracker.Capabilities {
+	return tracker.Capabilities{Name: "generated", MaxPage: 100, TimePrecision: time.Nanosecond}
+}
 
 func (g *generated) Items(_ context.Context, q tracker.Query) (tracker.Page, error) {
 	g.pages++

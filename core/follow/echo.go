@@ -15,14 +15,14 @@ import (
 // rewrites markup, so a description predicted before a write whose answer
 // never came differs from what Plane holds only by that rewriting. The
 // newest such value matches, so consuming it consumes the ones before.
-func echo(tr tracker.Tracker, field, recorded, cur string) (string, bool) {
+func echo(tr *tracker.Tracker, field, recorded, cur string) (string, bool) {
 	if ledger.IsPending(recorded, cur) {
 		return cur, true
 	}
 	if field != tracker.FieldDescription || tr == nil {
 		return "", false
 	}
-	if _, ok := tr.(tracker.DescriptionComparer); !ok {
+	if !tr.RewritesDescriptions() {
 		return "", false
 	}
 	var held string
@@ -32,7 +32,7 @@ func echo(tr tracker.Tracker, field, recorded, cur string) (string, bool) {
 	list := ledger.Pending(recorded)
 	for i := len(list) - 1; i >= 0; i-- {
 		var set string
-		if json.Unmarshal([]byte(list[i]), &set) == nil && tracker.SameDescription(tr, set, held) {
+		if json.Unmarshal([]byte(list[i]), &set) == nil && tr.SameDescription(set, held) {
 			return list[i], true
 		}
 	}

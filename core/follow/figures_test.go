@@ -55,7 +55,7 @@ func followMany(t *testing.T, n, limit int) *keyed {
 
 // callTimes notes when each poll (a read of what changed) is made.
 type callTimes struct {
-	tracker.Tracker
+	*faketracker.Tracker
 	at func()
 }
 
@@ -64,11 +64,11 @@ func (c *callTimes) Items(ctx context.Context, q tracker.Query) (tracker.Page, e
 	return c.Tracker.Items(ctx, q)
 }
 
-type recordingConnectorOf struct{ tr tracker.Tracker }
+type recordingConnectorOf struct{ tr tracker.Driver }
 
 func (c *recordingConnectorOf) Kind() string { return "fake" }
-func (c *recordingConnectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
-	return c.tr, nil
+func (c *recordingConnectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
+	return tracker.New(c.tr), nil
 }
 
 // worstGap is the longest wait between two polls of one binding after from.

@@ -23,7 +23,7 @@ type follower struct {
 	nudges chan struct{}
 
 	mu      sync.Mutex
-	tr      tracker.Tracker
+	tr      *tracker.Tracker
 	project string
 	st      state
 
@@ -66,7 +66,7 @@ func (f *follower) projectName() string {
 	return f.project
 }
 
-func (f *follower) setTracker(tr tracker.Tracker) {
+func (f *follower) setTracker(tr *tracker.Tracker) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tr, f.project = tr, tr.Project()

@@ -218,7 +218,7 @@ func ptr[T any](v T) *T { return &v }
 
 // recorder wraps the fake to keep the queries polls made and when.
 type recorder struct {
-	tracker.Tracker
+	*faketracker.Tracker
 	mu      sync.Mutex
 	queries []query
 	// during, when set, answers the next Items call in the tracker's
@@ -249,12 +249,6 @@ func (r *recorder) answerNext(during func(context.Context, tracker.Query) (track
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.during = during
-}
-
-// SameDescription passes the fake's comparison through
-// (tracker.DescriptionComparer).
-func (r *recorder) SameDescription(set, held string) bool {
-	return tracker.SameDescription(r.Tracker, set, held)
 }
 
 // count answers how many queries the polls made.
@@ -296,8 +290,8 @@ func (r *recorder) sweeps() []query {
 type recordingConnector struct{ rec *recorder }
 
 func (c *recordingConnector) Kind() string { return "fake" }
-func (c *recordingConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
-	return c.rec, nil
+func (c *recordingConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
+	return tracker.New(c.rec), nil
 }
 
 // faultLedger fails chosen calls: every lease call of one holder, or the

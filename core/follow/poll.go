@@ -195,7 +195,7 @@ func (f *follower) completed(ctx context.Context, pr *pollRun, took time.Duratio
 // a request to spare and answers errOutOfBudget when not. Every request
 // the call sends (a connection's reads among them) is counted in the key's
 // budget and in the poll's tally.
-func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func(ctx context.Context, tr tracker.Tracker) error) error {
+func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func(ctx context.Context, tr *tracker.Tracker) error) error {
 	if bud := f.fs.budget; bud != nil {
 		key := f.b.BudgetKey()
 		var done func()
@@ -246,7 +246,7 @@ func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func
 			WroteRequest: func(httptrace.WroteRequestInfo) { pr.requests.Add(1) },
 		})
 	}
-	return f.fs.conns.Do(ctx, f.b, func(ctx context.Context, tr tracker.Tracker) error {
+	return f.fs.conns.Do(ctx, f.b, func(ctx context.Context, tr *tracker.Tracker) error {
 		f.setTracker(tr)
 		return fn(ctx, tr)
 	})
@@ -350,7 +350,7 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 	page, use := "", first
 	for {
 		var pg tracker.Page
-		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 			r.with(tr)
 			// What relayr wrote and the tracker answered before this
 			// request is sent, the page shows, or a later value.
@@ -400,7 +400,7 @@ type reader struct {
 	// acc is how the reader's item-level requests (comments, removal
 	// checks) draw on the budget.
 	acc       access
-	tr        tracker.Tracker
+	tr        *tracker.Tracker
 	scope     Scope
 	announced bool
 	sweep     *sweep
@@ -411,7 +411,7 @@ type reader struct {
 
 // with notes the tracker a request used, for the scope of what it
 // publishes.
-func (r *reader) with(tr tracker.Tracker) {
+func (r *reader) with(tr *tracker.Tracker) {
 	r.tr = tr
 	r.scope = Scope{Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, Project: tr.Project(), Tracker: r.f.b.Kind()}
 }
@@ -676,7 +676,7 @@ func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *s
 		since = prev.CommentsUntil
 	}
 	var comments []tracker.Comment
-	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 		var err error
 		comments, err = tr.Comments(ctx, it.Ref.ID, since)
 		return err

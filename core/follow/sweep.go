@@ -63,7 +63,7 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	}
 	last.Ref.Key = key
 	var read tracker.Item
-	err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+	err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 		r.with(tr)
 		var err error
 		read, err = tr.Item(ctx, id)
@@ -94,7 +94,7 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 		// archived (ADR-0036); Plane reads an archived item as missing by
 		// its id and finds it by its key.
 		var found tracker.Item
-		ferr := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr tracker.Tracker) error {
+		ferr := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 			var err error
 			found, err = tr.Find(ctx, key)
 			return err

@@ -11,7 +11,6 @@ package tracker
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptrace"
 	"strings"
 	"time"
@@ -197,46 +196,6 @@ type Page struct {
 	Next  string
 }
 
-// Tracker is one workspace's view of one tracker project.
-//
-// Every method honours ctx: a cancelled or expired context ends the call with
-// an error that wraps ctx.Err() (and Unavailable, since nothing is known of
-// what the tracker did). Methods are safe for concurrent use.
-type Tracker interface {
-	// Find returns the item filed under key, archived ones included, or an
-	// error matching ErrNotFound when there is none (a deleted item included).
-	Find(ctx context.Context, key string) (Item, error)
-	// Create files a new item under key. A tracker that enforces keys answers
-	// a duplicate with an *ExistsError naming the existing item.
-	Create(ctx context.Context, key string, draft Draft) (Item, error)
-	// Item reads one item by the tracker's id: ErrNotFound when it is gone.
-	// An archived item may read as ErrNotFound (Plane) or as Archived.
-	Item(ctx context.Context, id string) (Item, error)
-	// Update changes only the fields the patch names and never blanks another.
-	Update(ctx context.Context, id string, patch Patch) (Item, error)
-	// Comment posts body on the item, marked with key so Comments reads the
-	// key back.
-	Comment(ctx context.Context, id, key, body string) (Comment, error)
-	// Items lists the items changed at or after q.Since, ordered by
-	// (UpdatedAt, ID). An adapter may return items from before Since (its
-	// time precision, its lookback); none changed at or after it is missed.
-	Items(ctx context.Context, q Query) (Page, error)
-	// Comments lists the item's comments created at or after since, oldest
-	// first, with the key of those relayr posted.
-	Comments(ctx context.Context, id string, since time.Time) ([]Comment, error)
-	// Nudge verifies a webhook delivery (header and raw body) against secret
-	// and says which project it names and which items it reports deleted.
-	// A bad signature is ErrUnauthorized; nothing is read from a body whose
-	// signature doesn't verify.
-	Nudge(secret string, header http.Header, body []byte) (Nudged, error)
-	// Link is where a person opens the item. It makes no request.
-	Link(ref ItemRef) string
-	// Holds is the state an item set to s reads back as.
-	Holds(s State) State
-	// Project names the project this tracker files into, as Nudge names it.
-	Project() string
-}
-
 // Nudged is what a verified webhook delivery says: the project it names,
 // and the items it reports deleted. A delivery only nudges (ADR-0036:
 // "Webhooks only nudge"): the follower reads the tracker before it
@@ -285,7 +244,7 @@ func (s StaticCredentials) Credentials(_ context.Context, tenant, kind string) (
 // without its prefix ("plane", "vikunja").
 type Connector interface {
 	Kind() string
-	Connect(ctx context.Context, creds Credentials, source Source) (Tracker, error)
+	Connect(ctx context.Context, creds Credentials, source Source) (*Tracker, error)
 }
 
 // ValidateKey checks a key before anything touches the ledger or a tracker:
@@ -431,23 +390,6 @@ func ValidatePatch(p Patch) error {
 // key in relayr, which the ledger's MaxKey refers to.
 const MaxKeyBytes = 1024
 
-// DescriptionHolder is implemented by a Tracker that rewrites descriptions
-// (Plane normalises description_html): HoldsDescription answers a
-// description as the tracker will hold it, so relayr records, and later
-// compares, like with like.
-type DescriptionHolder interface {
-	HoldsDescription(d string) string
-}
-
-// KeyGuard is implemented by a Tracker whose Create itself refuses a second
-// item under a key, archived items included, answering *ExistsError (Plane's
-// 409 on a duplicate external id). For such a tracker the create is the
-// lookup: a retaken claim goes straight to it, and only an ExistsError costs
-// the read of the existing item.
-type KeyGuard interface {
-	GuardsKeys() bool
-}
-
 // Sent tells whoever meters ctx's requests that one tracker request was
 // sent. relayr's budget meters a tracker's requests through ctx's
 // httptrace.ClientTrace (its WroteRequest hook), which net/http calls for
@@ -459,29 +401,4 @@ func Sent(ctx context.Context) {
 	if t := httptrace.ContextClientTrace(ctx); t != nil && t.WroteRequest != nil {
 		t.WroteRequest(httptrace.WroteRequestInfo{})
 	}
-}
-
-// DescriptionComparer is implemented by a Tracker that rewrites descriptions
-// in ways relayr cannot predict byte for byte (Plane sanitizes
-// description_html: lxml rewrites the markup, nh3 drops what its allow-list
-// doesn't hold and adds rel to links). SameDescription reports whether held,
-// a description read back, is set, one relayr set, as the tracker holds it:
-// the two differ only by what the tracker's rewriting does. The echo filter
-// and edits compare descriptions with it where equality would miss
-// (ADR-0036: echoes dropped by value). It must be reflexive, and false for
-// descriptions whose text differs.
-type DescriptionComparer interface {
-	SameDescription(set, held string) bool
-}
-
-// SameDescription compares a description relayr set with one read back, as
-// t holds them: by t's DescriptionComparer where it has one, else equal.
-func SameDescription(t Tracker, set, held string) bool {
-	if set == held {
-		return true
-	}
-	if c, ok := t.(DescriptionComparer); ok {
-		return c.SameDescription(set, held)
-	}
-	return false
 }

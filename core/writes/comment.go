@@ -99,7 +99,7 @@ func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p
 		// An earlier attempt may have posted it: look for the key among
 		// the item's comments before posting.
 		var found *tracker.Comment
-		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+		err := s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 			cs, err := t.Comments(wctx, item.Ref.ID, time.Time{})
 			for i := range cs {
 				if cs[i].Key == p.Key {
@@ -126,7 +126,7 @@ func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p
 		return CommentResult{}, err
 	}
 	var posted tracker.Comment
-	err = s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+	err = s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 		var err error
 		posted, err = t.Comment(wctx, item.Ref.ID, p.Key, p.Body)
 		return err

@@ -150,9 +150,9 @@ func TestAWriteNeverSentReleasesItsClaimAtOnce(t *testing.T) {
 	})
 }
 
-func writerOver(tr tracker.Tracker, l *memledger.Ledger, m metrics.Metrics) *writes.Writer {
+func writerOver(tr tracker.Driver, l *memledger.Ledger, m metrics.Metrics) *writes.Writer {
 	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tr}})
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(tr)}})
 	return writes.New(writes.Config{Ledger: l, Connections: conns, Metrics: m})
 }
 

@@ -63,7 +63,7 @@ func answered(set map[string]string, got tracker.Item) map[string]string {
 // the tracker will hold it) is the one the tracker holds: equal, or for a
 // description the same as the tracker holds descriptions
 // (tracker.DescriptionComparer: Plane's sanitizer rewrites them).
-func sameValue(t tracker.Tracker, field, want, held string) bool {
+func sameValue(t *tracker.Tracker, field, want, held string) bool {
 	if want == held {
 		return true
 	}
@@ -74,5 +74,5 @@ func sameValue(t tracker.Tracker, field, want, held string) bool {
 	if json.Unmarshal([]byte(want), &w) != nil || json.Unmarshal([]byte(held), &h) != nil {
 		return false
 	}
-	return tracker.SameDescription(t, w, h)
+	return t.SameDescription(w, h)
 }

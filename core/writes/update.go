@@ -99,7 +99,7 @@ func (w *Writer) Update(ctx context.Context, p UpdateParams) (tracker.Item, erro
 		return tracker.Item{}, s.giveBack(ctx, counted, ledgerFailed(err))
 	}
 	var updated tracker.Item
-	err = s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+	err = s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 		var err error
 		updated, err = t.Update(wctx, row.Ref.ID, diff)
 		return err
@@ -160,13 +160,13 @@ func (s session) recordedRow(ctx context.Context, k ledger.Key) (ledger.Claim, e
 
 // heldPatch answers the values a patch sets, by field, as the tracker will
 // hold them, in canonical JSON.
-func heldPatch(t tracker.Tracker, p tracker.Patch) map[string]string {
+func heldPatch(t *tracker.Tracker, p tracker.Patch) map[string]string {
 	values := map[string]string{}
 	if p.Title != nil {
 		values[tracker.FieldTitle] = ledger.Canonical(tracker.FieldTitle, tracker.Item{Title: *p.Title})
 	}
 	if p.Description != nil {
-		values[tracker.FieldDescription] = ledger.Canonical(tracker.FieldDescription, tracker.Item{Description: HeldDescription(t, *p.Description)})
+		values[tracker.FieldDescription] = ledger.Canonical(tracker.FieldDescription, tracker.Item{Description: *p.Description})
 	}
 	if p.State != nil {
 		values[tracker.FieldState] = ledger.Canonical(tracker.FieldState, tracker.Item{State: t.Holds(*p.State)})

@@ -191,9 +191,9 @@ type session struct {
 // A call whose tracker could not be had (the credentials, the connection)
 // sent nothing of fn's: its failure is marked never sent
 // (tracker.NotSent), so a claim it was made under is released.
-func (s session) call(ctx context.Context, fn func(ctx context.Context, t tracker.Tracker) error) error {
+func (s session) call(ctx context.Context, fn func(ctx context.Context, t *tracker.Tracker) error) error {
 	called := false
-	err := s.w.conns.Do(s.metered(ctx), s.b, func(ctx context.Context, t tracker.Tracker) error {
+	err := s.w.conns.Do(s.metered(ctx), s.b, func(ctx context.Context, t *tracker.Tracker) error {
 		called = true
 		return fn(ctx, t)
 	})
@@ -426,7 +426,7 @@ func (s session) file(ctx context.Context, k ledger.Key, row ledger.Claim, outco
 // request: it spends the key's budget).
 func (s session) find(ctx context.Context, key string) (tracker.Item, error) {
 	var found tracker.Item
-	err := s.call(ctx, func(ctx context.Context, t tracker.Tracker) error {
+	err := s.call(ctx, func(ctx context.Context, t *tracker.Tracker) error {
 		var err error
 		found, err = t.Find(ctx, key)
 		return err
@@ -435,14 +435,13 @@ func (s session) find(ctx context.Context, key string) (tracker.Item, error) {
 }
 
 // guardsKeys asks the binding's tracker whether its create refuses a second
-// item under a key (tracker.KeyGuard).
+// item under a key (tracker.Capabilities.KeysEnforced).
 func (s session) guardsKeys(ctx context.Context) bool {
 	tr, err := s.w.conns.Tracker(s.metered(ctx), s.b)
 	if err != nil {
 		return false
 	}
-	g, ok := tr.(tracker.KeyGuard)
-	return ok && g.GuardsKeys()
+	return tr.Capabilities().KeysEnforced
 }
 
 // create files the draft under the claim and records it. mayExist says
@@ -454,7 +453,7 @@ func (s session) guardsKeys(ctx context.Context) bool {
 func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d tracker.Draft, mayExist bool) (Result, error) {
 	var made tracker.Item
 	var predicted map[string]string
-	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+	err := s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 		// Filing records the values it files, as the tracker will hold
 		// them, before it creates the item (ADR-0036: echoes by value).
 		predicted = heldValues(t, d)
@@ -515,7 +514,7 @@ func (s session) landed(ctx context.Context) (context.Context, context.CancelFun
 func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, found tracker.Item, d tracker.Draft) (Result, error) {
 	if missing := missingLabels(found.Labels, d.Labels); len(missing) > 0 {
 		labels := append(slices.Clone(found.Labels), missing...)
-		err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+		err := s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 			if _, err := s.w.ledger.SetValues(ctx, k, map[string]string{tracker.FieldLabels: ledger.Canonical(tracker.FieldLabels, tracker.Item{Labels: labels})}); err != nil {
 				return fmt.Errorf("%w: %w", errLedger, err)
 			}
@@ -572,7 +571,7 @@ func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, i
 // marks the key deleted; an archived one is answered (ADR-0033).
 func (s session) readRecorded(ctx, wctx context.Context, k ledger.Key, row ledger.Claim) (Result, error) {
 	var it tracker.Item
-	err := s.call(wctx, func(wctx context.Context, t tracker.Tracker) error {
+	err := s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
 		var err error
 		it, err = t.Item(wctx, row.Ref.ID)
 		if errors.Is(err, tracker.ErrNotFound) {
@@ -722,8 +721,8 @@ func mergeRef(recorded, read tracker.ItemRef) tracker.ItemRef {
 
 // heldValues are a draft's values as the tracker will hold them, in
 // canonical JSON by field.
-func heldValues(t tracker.Tracker, d tracker.Draft) map[string]string {
-	held := tracker.Item{Title: d.Title, Description: HeldDescription(t, d.Description), Labels: d.Labels}
+func heldValues(t *tracker.Tracker, d tracker.Draft) map[string]string {
+	held := tracker.Item{Title: d.Title, Description: d.Description, Labels: d.Labels}
 	v := map[string]string{
 		tracker.FieldTitle:       ledger.Canonical(tracker.FieldTitle, held),
 		tracker.FieldDescription: ledger.Canonical(tracker.FieldDescription, held),
@@ -736,15 +735,6 @@ func heldValues(t tracker.Tracker, d tracker.Draft) map[string]string {
 		v[tracker.FieldLabels] = ledger.Canonical(tracker.FieldLabels, held)
 	}
 	return v
-}
-
-// HeldDescription is a description as the tracker will hold it, where the
-// tracker rewrites descriptions (Plane's description_html).
-func HeldDescription(t tracker.Tracker, d string) string {
-	if h, ok := t.(tracker.DescriptionHolder); ok {
-		return h.HoldsDescription(d)
-	}
-	return d
 }
 
 var errLedger = errors.New("ledger")

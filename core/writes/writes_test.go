@@ -79,9 +79,9 @@ func (e *env) update(key string, p tracker.Patch) (tracker.Item, error) {
 
 // through makes the writer reach the fake through tr, a wrapper that
 // changes some of its answers.
-func (e *env) through(tr tracker.Tracker) {
+func (e *env) through(tr tracker.Driver) {
 	e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tr}})
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(tr)}})
 	e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
 }
 
@@ -675,7 +675,7 @@ func TestEnsureItem(t *testing.T) {
 	t.Run("AClaimerWhoseClaimWasRetakenCannotRecordOverTheNewClaimer", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{slow}}
+		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(slow)}}
 		conns := binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {}}, b)
 		w := writes.New(writes.Config{Ledger: e.ledger, Connections: conns, Clock: e.clock, Options: writes.Options{WriteBound: time.Hour}})
 		type answer struct {
@@ -1165,10 +1165,10 @@ func (l *cancelOnSetValues) SetValues(ctx context.Context, k ledger.Key, v map[s
 	return l.Ledger.SetValues(ctx, k, v)
 }
 
-type staticConnector struct{ t tracker.Tracker }
+type staticConnector struct{ t *tracker.Tracker }
 
 func (c *staticConnector) Kind() string { return "fake" }
-func (c *staticConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (tracker.Tracker, error) {
+func (c *staticConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
 	return c.t, nil
 }
 

@@ -1,6 +1,7 @@
-// Package trackertest is the Tracker port's contract suite. Every adapter
-// runs it, the fake first: a rule only one adapter's own tests check is not a
-// rule of the port.
+// Package trackertest is the Tracker port's contract suite, run over the
+// portable tracker.Tracker on each driver. Every adapter runs it, the fake
+// first: a rule only one adapter's own tests check is not a rule of the
+// port. drivertest holds what each driver promises the portable type.
 //
 //	func TestContract(t *testing.T) {
 //		t.Run("Emulation", func(t *testing.T) {
@@ -33,7 +34,7 @@ type Person interface {
 
 // Harness is what the suite needs of one tracker under test.
 type Harness struct {
-	Tracker tracker.Tracker
+	Tracker *tracker.Tracker
 	Person  Person
 	// Wait lets the tracker's clock pass d: it steps an emulation's clock,
 	// and sleeps against a live tracker.
@@ -339,7 +340,7 @@ func commentsSince(t *testing.T, h Harness, key keyFn) {
 }
 
 // collect walks every page of an Items query.
-func collect(t *testing.T, tr tracker.Tracker, since time.Time) []tracker.Item {
+func collect(t *testing.T, tr *tracker.Tracker, since time.Time) []tracker.Item {
 	t.Helper()
 	var out []tracker.Item
 	q := tracker.Query{Since: since}
@@ -621,7 +622,7 @@ func concurrentCreates(t *testing.T, h Harness, key keyFn) {
 	}
 }
 
-// guardedKeys: a tracker that says it guards keys (tracker.KeyGuard)
+// guardedKeys: a tracker that enforces keys (Capabilities.KeysEnforced)
 // answers a second create under a key with *tracker.ExistsError naming the
 // first item, and files nothing; the write path skips its lookup on that
 // word. One that doesn't (Vikunja) files the second item, which only the
@@ -631,7 +632,7 @@ func guardedKeys(t *testing.T, h Harness, key keyFn) {
 	first := mustCreate(t, h, key("a"), tracker.Draft{Title: "first"})
 	h.Wait(time.Second)
 	second, err := h.Tracker.Create(ctxOf(t), key("a"), tracker.Draft{Title: "second"})
-	if g, ok := h.Tracker.(tracker.KeyGuard); ok && g.GuardsKeys() {
+	if h.Tracker.Capabilities().KeysEnforced {
 		var ex *tracker.ExistsError
 		if !errors.As(err, &ex) || ex.ID != first.Ref.ID {
 			t.Fatalf("a second create: %v, want *tracker.ExistsError naming %s", err, first.Ref.ID)
@@ -646,18 +647,15 @@ func guardedKeys(t *testing.T, h Harness, key keyFn) {
 }
 
 // heldDescription: relayr records a description as the tracker will hold it
-// (tracker.DescriptionHolder, or as filed) and, once a write is answered, as
-// the answer says it holds it; the follower compares what it reads back with
-// those records, as the tracker says (tracker.SameDescription). The answer
+// (as filed) and, once a write is answered, as the answer says it holds it;
+// the follower compares what it reads back with those records, as the
+// tracker says (Tracker.SameDescription). The answer
 // of a create or an edit is what later reads answer, the prediction is the
 // same as it by the tracker's comparison, and a different text is not: or
 // relayr's own descriptions come back as people's changes.
 func heldDescription(t *testing.T, h Harness, key keyFn) {
 	for i, d := range []string{"A plain line", "<p>Some <b>HTML</b></p>", "Two\nlines", `See <a href="https://example.com/x">the log</a>`} {
 		want := d
-		if dh, ok := h.Tracker.(tracker.DescriptionHolder); ok {
-			want = dh.HoldsDescription(d)
-		}
 		made := mustCreate(t, h, key(string(rune('a'+i))), tracker.Draft{Title: "described", Description: d})
 		got, err := h.Tracker.Item(ctxOf(t), made.Ref.ID)
 		if err != nil {
@@ -666,10 +664,10 @@ func heldDescription(t *testing.T, h Harness, key keyFn) {
 		if got.Description != made.Description {
 			t.Errorf("filed %q: Create answered %q, Item reads %q", d, made.Description, got.Description)
 		}
-		if !tracker.SameDescription(h.Tracker, want, got.Description) {
+		if !h.Tracker.SameDescription(want, got.Description) {
 			t.Errorf("filed %q, reads back %q, which the tracker says is not the %q it holds it as", d, got.Description, want)
 		}
-		if tracker.SameDescription(h.Tracker, "Another text altogether", got.Description) {
+		if h.Tracker.SameDescription("Another text altogether", got.Description) {
 			t.Errorf("filed %q, reads back %q, which the tracker says is the same as another text", d, got.Description)
 		}
 		edited := d + " (edited)"
@@ -681,10 +679,10 @@ func heldDescription(t *testing.T, h Harness, key keyFn) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if up.Description != again.Description || !tracker.SameDescription(h.Tracker, edited, again.Description) {
+		if up.Description != again.Description || !h.Tracker.SameDescription(edited, again.Description) {
 			t.Errorf("edited to %q: Update answered %q, Item reads %q", edited, up.Description, again.Description)
 		}
-		if tracker.SameDescription(h.Tracker, want, again.Description) {
+		if h.Tracker.SameDescription(want, again.Description) {
 			t.Errorf("edited to %q, reads back %q, which the tracker says is still the %q filed", edited, again.Description, want)
 		}
 	}

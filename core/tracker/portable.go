@@ -1,0 +1,276 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+)
+
+// Tracker is the portable tracker: one workspace's view of one tracker
+// project, the port every part of the domain (writes, follow, the
+// connections) sees, over one Driver (Plane, Vikunja, the fake). It owns
+// what every tracker shares, so each rule has one home: it checks every
+// input once, against the port's rules and the driver's Capabilities; it
+// honours the context, ending a call whose context is done with an error
+// that wraps ctx.Err() and ErrUnavailable (nothing is known of what the
+// tracker did); and it answers every failure as one of the port's typed
+// errors. A driver only maps the wire. Tracker is safe for concurrent use.
+type Tracker struct {
+	d    Driver
+	caps Capabilities
+	same DescriptionComparer // nil: descriptions are held as set
+}
+
+// New answers the portable tracker over d.
+func New(d Driver) *Tracker {
+	t := &Tracker{d: d, caps: d.Capabilities()}
+	if t.caps.Name == "" {
+		t.caps.Name = "tracker"
+	}
+	t.same, _ = d.(DescriptionComparer)
+	return t
+}
+
+// Capabilities answers what the tracker does and does not do.
+func (t *Tracker) Capabilities() Capabilities { return t.caps }
+
+// Project names the project this tracker files into, as Nudge names it.
+func (t *Tracker) Project() string { return t.d.Project() }
+
+// Link is where a person opens the item. It makes no request.
+func (t *Tracker) Link(ref ItemRef) string { return t.d.Link(ref) }
+
+// Holds is the state an item set to s reads back as.
+func (t *Tracker) Holds(s State) State { return t.caps.Holds(s) }
+
+// SameDescription compares a description relayr set with one read back,
+// as the tracker holds them: equal, or the same once the tracker's
+// rewriting is taken into account (DescriptionComparer).
+func (t *Tracker) SameDescription(set, held string) bool {
+	if set == held {
+		return true
+	}
+	return t.same != nil && t.same.SameDescription(set, held)
+}
+
+// RewritesDescriptions reports whether the tracker rewrites descriptions,
+// so that a description read back is compared by SameDescription rather
+// than by equality.
+func (t *Tracker) RewritesDescriptions() bool { return t.same != nil }
+
+// Find returns the item filed under key, archived ones included, or an
+// error matching ErrNotFound when there is none (a deleted item included).
+func (t *Tracker) Find(ctx context.Context, key string) (Item, error) {
+	if err := t.key(key); err != nil {
+		return Item{}, err
+	}
+	if err := t.live(ctx); err != nil {
+		return Item{}, err
+	}
+	it, err := t.d.Find(ctx, key)
+	return t.item(ctx, it, err)
+}
+
+// Create files a new item under key. A tracker that enforces keys
+// (Capabilities.KeysEnforced) answers a duplicate with an *ExistsError
+// naming the existing item.
+func (t *Tracker) Create(ctx context.Context, key string, d Draft) (Item, error) {
+	if err := t.key(key); err != nil {
+		return Item{}, err
+	}
+	if err := ValidateDraft(d); err != nil {
+		return Item{}, err
+	}
+	if err := t.live(ctx); err != nil {
+		return Item{}, err
+	}
+	it, err := t.d.Create(ctx, key, d)
+	return t.item(ctx, it, err)
+}
+
+// Item reads one item by the tracker's id: ErrNotFound when it is gone.
+// An archived item may read as ErrNotFound (Plane) or as Archived.
+func (t *Tracker) Item(ctx context.Context, id string) (Item, error) {
+	if err := t.live(ctx); err != nil {
+		return Item{}, err
+	}
+	if err := t.id(id); err != nil {
+		return Item{}, err
+	}
+	it, err := t.d.Item(ctx, id)
+	return t.item(ctx, it, err)
+}
+
+// Update changes only the fields the patch names and never blanks
+// another. An empty patch reads the item.
+func (t *Tracker) Update(ctx context.Context, id string, p Patch) (Item, error) {
+	if err := ValidatePatch(p); err != nil {
+		return Item{}, err
+	}
+	if p.Empty() {
+		return t.Item(ctx, id)
+	}
+	if err := t.live(ctx); err != nil {
+		return Item{}, err
+	}
+	if err := t.id(id); err != nil {
+		return Item{}, err
+	}
+	it, err := t.d.Update(ctx, id, p)
+	return t.item(ctx, it, err)
+}
+
+// Comment posts body on the item, marked with key so Comments reads the
+// key back.
+func (t *Tracker) Comment(ctx context.Context, id, key, body string) (Comment, error) {
+	if err := t.key(key); err != nil {
+		return Comment{}, err
+	}
+	if err := ValidateText("body", body); err != nil {
+		return Comment{}, err
+	}
+	if err := t.live(ctx); err != nil {
+		return Comment{}, err
+	}
+	if err := t.id(id); err != nil {
+		return Comment{}, err
+	}
+	c, err := t.d.Comment(ctx, id, key, body)
+	if err == nil && c.ID == "" {
+		err = t.garbled("a comment without an id")
+	}
+	if err != nil {
+		return Comment{}, t.fail(ctx, err)
+	}
+	return c, nil
+}
+
+// Items lists the items changed at or after q.Since, ordered by
+// (UpdatedAt, ID). A tracker may return items from before Since (its
+// time precision, its lookback); none changed at or after it is missed.
+func (t *Tracker) Items(ctx context.Context, q Query) (Page, error) {
+	if err := t.live(ctx); err != nil {
+		return Page{}, err
+	}
+	p, err := t.d.Items(ctx, q)
+	if err == nil {
+		for _, it := range p.Items {
+			if it.Ref.ID == "" {
+				err = t.garbled("an item without an id")
+				break
+			}
+		}
+	}
+	if err != nil {
+		return Page{}, t.fail(ctx, err)
+	}
+	return p, nil
+}
+
+// Comments lists the item's comments created at or after since, oldest
+// first, with the key of those relayr posted.
+func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]Comment, error) {
+	if err := t.live(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.id(id); err != nil {
+		return nil, err
+	}
+	cs, err := t.d.Comments(ctx, id, since)
+	if err != nil {
+		return nil, t.fail(ctx, err)
+	}
+	return cs, nil
+}
+
+// Nudge verifies a webhook delivery (header and raw body) against secret
+// and says which project it names and which items it reports deleted. A
+// bad signature, or no secret to check it with, is ErrUnauthorized;
+// nothing is read from a body whose signature doesn't verify. A verified
+// body the tracker can't read is ErrRefused. A tracker that reports no
+// deletions (Capabilities.NudgesDeletions false) names none.
+func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (Nudged, error) {
+	if secret == "" {
+		return Nudged{}, fmt.Errorf("%s: no webhook secret to verify the delivery with: %w", t.caps.Name, ErrUnauthorized)
+	}
+	n, err := t.d.Nudge(secret, header, body)
+	switch {
+	case err == nil && n.Project == "":
+		return Nudged{}, fmt.Errorf("%s: the delivery names no project: %w", t.caps.Name, ErrRefused)
+	case err == nil:
+		if !t.caps.NudgesDeletions {
+			n.Deleted = nil
+		}
+		return n, nil
+	case errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused):
+		return Nudged{}, err
+	}
+	return Nudged{}, fmt.Errorf("%s: %w: %w", t.caps.Name, ErrRefused, err)
+}
+
+// key checks a key the tracker files under and reads back (ADR-0033:
+// a key read back as another is never found again, and a retaken claim
+// files its item twice).
+func (t *Tracker) key(key string) error {
+	if err := ValidateKeyKept(key, t.caps.Rewrites); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(key); t.caps.MaxKeyChars > 0 && n > t.caps.MaxKeyChars {
+		return &InvalidError{Field: "key", Reason: fmt.Sprintf("is %d characters; %s keeps a key in %d", n, t.caps.Name, t.caps.MaxKeyChars)}
+	}
+	return nil
+}
+
+// id answers ErrNotFound for an id that cannot name an item of the
+// tracker: no such item, and nothing to ask.
+func (t *Tracker) id(id string) error {
+	if id == "" || (t.caps.ValidID != nil && !t.caps.ValidID(id)) {
+		return fmt.Errorf("%s: %s is not an item id: %w", t.caps.Name, Quote(id), ErrNotFound)
+	}
+	return nil
+}
+
+// live ends a call whose context is done before anything is sent: the
+// error matches ErrNotSent and ErrUnavailable, and wraps ctx.Err().
+func (t *Tracker) live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return NotSent(fmt.Errorf("%s: %w", t.caps.Name, err))
+	}
+	return nil
+}
+
+func (t *Tracker) item(ctx context.Context, it Item, err error) (Item, error) {
+	if err == nil && it.Ref.ID == "" {
+		err = t.garbled("an item without an id")
+	}
+	if err != nil {
+		return Item{}, t.fail(ctx, err)
+	}
+	return it, nil
+}
+
+func (t *Tracker) garbled(what string) error {
+	return fmt.Errorf("%s: the tracker answered %s: %w", t.caps.Name, what, ErrUnavailable)
+}
+
+// typed are the port's errors a driver's answer passes through as it is.
+var typed = []error{ErrRateLimited, ErrUnavailable, ErrNotFound, ErrRefused, ErrUnauthorized, ErrExists, ErrInvalid}
+
+// fail maps a driver's failure onto the port's typed errors: the port's
+// own pass as they are; anything else, a done context included, is
+// ErrUnavailable wrapping it, since nothing is known of what the tracker
+// did.
+func (t *Tracker) fail(ctx context.Context, err error) error {
+	for _, e := range typed {
+		if errors.Is(err, e) {
+			return err
+		}
+	}
+	if c := ctx.Err(); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%s: %w: %w: %w", t.caps.Name, ErrUnavailable, c, err)
+	}
+	return fmt.Errorf("%s: %w: %w", t.caps.Name, ErrUnavailable, err)
+}
