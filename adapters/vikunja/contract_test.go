@@ -16,13 +16,15 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/drivertest"
 	"github.com/relayr-go/relayr/core/tracker/trackertest"
 	"github.com/relayr-go/relayr/fixtures/vikunjaemu"
 )
 
 // emulated is one adapter over a fresh emulation.
 type emulated struct {
-	tr      *vikunja.Tracker
+	tr      *tracker.Tracker
+	d       tracker.Driver
 	e       *vikunjaemu.Emulator
 	clock   *vikunjaemu.Clock
 	project int64
@@ -43,12 +45,31 @@ func newEmulated(t *testing.T, opts vikunjaemu.Options, extra ...vikunja.Option)
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.Close)
 	pid := e.CreateProject("Lattice", "LAT")
-	tr, err := vikunja.New(vikunja.Params{BaseURL: srv.URL, Token: e.Token, Project: pid, Source: source},
+	d, err := vikunja.NewDriver(vikunja.Params{BaseURL: srv.URL, Token: e.Token, Project: pid, Source: source},
 		append([]vikunja.Option{vikunja.WithTransport(srv.Client().Transport), vikunja.WithClock(clock.Now)}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return emulated{tr: tr, e: e, clock: clock, project: pid, url: srv.URL, transport: srv.Client().Transport}
+	return emulated{tr: tracker.New(d), d: d, e: e, clock: clock, project: pid, url: srv.URL, transport: srv.Client().Transport}
+}
+
+// deletion deletes the task as a person would and answers the emulation's
+// task.deleted delivery.
+func (em emulated) deletion(t *testing.T) func(itemID, secret string) (http.Header, []byte) {
+	return func(itemID, secret string) (http.Header, []byte) {
+		n, err := taskID(itemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := em.e.Person().Delete(n); err != nil {
+			t.Fatal(err)
+		}
+		h, b, ok := em.e.DeletionDelivery(n, secret)
+		if !ok {
+			t.Fatalf("no task %s to deliver about", itemID)
+		}
+		return h, b
+	}
 }
 
 // emuPerson acts through the emulation's server-side Person.
@@ -100,59 +121,93 @@ func TestContract(t *testing.T) {
 					}
 					return h, b
 				},
-				Deletion: func(itemID, secret string) (http.Header, []byte) {
-					n, err := taskID(itemID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := em.e.Person().Delete(n); err != nil {
-						t.Fatal(err)
-					}
-					h, b, ok := em.e.DeletionDelivery(n, secret)
-					if !ok {
-						t.Fatalf("no task %s to deliver about", itemID)
-					}
-					return h, b
-				},
+				Deletion: em.deletion(t),
 			}
 		})
 	})
 	t.Run("Live", func(t *testing.T) {
-		base, token, project := os.Getenv("RELAYR_VIKUNJA_URL"), os.Getenv("RELAYR_VIKUNJA_TOKEN"), os.Getenv("RELAYR_VIKUNJA_PROJECT")
-		if base == "" || token == "" || project == "" {
-			t.Skip("no live Vikunja: set RELAYR_VIKUNJA_URL, RELAYR_VIKUNJA_TOKEN and RELAYR_VIKUNJA_PROJECT to run the suite against one")
-		}
-		pid, err := strconv.ParseInt(project, 10, 64)
-		if err != nil {
-			t.Fatalf("RELAYR_VIKUNJA_PROJECT=%q: %v", project, err)
-		}
-		person := livePerson{base: base, token: token}
-		hooks := newLiveHooks(t, person, pid)
+		l := liveVikunja(t)
 		trackertest.Run(t, func(t *testing.T) trackertest.Harness {
-			tr, err := vikunja.New(vikunja.Params{BaseURL: base, Token: token, Project: pid, Source: source})
-			if err != nil {
-				t.Fatal(err)
-			}
 			// Deliveries are the server's own, received on a loopback
 			// listener a project webhook points at.
-			return trackertest.Harness{Tracker: tr, Person: person, Wait: time.Sleep,
+			return trackertest.Harness{Tracker: tracker.New(l.driver(t)), Person: l.person, Wait: time.Sleep,
 				Webhook: func(id, secret string) (http.Header, []byte) {
-					hooks.register(t, secret)
-					if err := person.Retitle(t.Context(), id, "Changed for a delivery"); err != nil {
+					l.hooks.register(t, secret)
+					if err := l.person.Retitle(t.Context(), id, "Changed for a delivery"); err != nil {
 						t.Fatal(err)
 					}
-					return hooks.await(t, vikunja.EventTaskUpdated, id)
+					return l.hooks.await(t, vikunja.EventTaskUpdated, id)
 				},
-				Deletion: func(id, secret string) (http.Header, []byte) {
-					hooks.register(t, secret)
-					if err := person.Delete(t.Context(), id); err != nil {
-						t.Fatal(err)
-					}
-					return hooks.await(t, vikunja.EventTaskDeleted, id)
-				},
+				Deletion: l.deletion(t),
 			}
 		})
 	})
+}
+
+// TestDriver runs the driver conformance suite over the emulation and,
+// when one is named, a live Vikunja.
+func TestDriver(t *testing.T) {
+	t.Run("Emulation", func(t *testing.T) {
+		drivertest.Run(t, func(t *testing.T) drivertest.Harness {
+			em := newEmulated(t, vikunjaemu.Options{})
+			return drivertest.Harness{Driver: em.d, Person: emuPerson{em.e.Person()}, Wait: em.clock.Advance, Deletion: em.deletion(t)}
+		})
+	})
+	t.Run("Live", func(t *testing.T) {
+		l := liveVikunja(t)
+		drivertest.Run(t, func(t *testing.T) drivertest.Harness {
+			return drivertest.Harness{Driver: l.driver(t), Person: l.person, Wait: time.Sleep, Deletion: l.deletion(t)}
+		})
+	})
+}
+
+// live is a Vikunja built from its source and run on 127.0.0.1, named by
+// RELAYR_VIKUNJA_URL, RELAYR_VIKUNJA_TOKEN and RELAYR_VIKUNJA_PROJECT.
+// Without them the live runs skip; under RELAYR_REQUIRE_LIVE=1 they fail.
+type live struct {
+	base, token string
+	project     int64
+	person      livePerson
+	hooks       *liveHooks
+}
+
+func liveVikunja(t *testing.T) live {
+	t.Helper()
+	base, token, project := os.Getenv("RELAYR_VIKUNJA_URL"), os.Getenv("RELAYR_VIKUNJA_TOKEN"), os.Getenv("RELAYR_VIKUNJA_PROJECT")
+	if base == "" || token == "" || project == "" {
+		msg := "no live Vikunja: set RELAYR_VIKUNJA_URL, RELAYR_VIKUNJA_TOKEN and RELAYR_VIKUNJA_PROJECT to run the suites against one"
+		if os.Getenv("RELAYR_REQUIRE_LIVE") == "1" {
+			t.Fatal(msg + " (RELAYR_REQUIRE_LIVE=1)")
+		}
+		t.Skip(msg)
+	}
+	pid, err := strconv.ParseInt(project, 10, 64)
+	if err != nil {
+		t.Fatalf("RELAYR_VIKUNJA_PROJECT=%q: %v", project, err)
+	}
+	p := livePerson{base: base, token: token}
+	return live{base: base, token: token, project: pid, person: p, hooks: newLiveHooks(t, p, pid)}
+}
+
+func (l live) driver(t *testing.T) tracker.Driver {
+	t.Helper()
+	d, err := vikunja.NewDriver(vikunja.Params{BaseURL: l.base, Token: l.token, Project: l.project, Source: source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// deletion deletes the task as a person and answers the server's
+// task.deleted delivery.
+func (l live) deletion(t *testing.T) func(id, secret string) (http.Header, []byte) {
+	return func(id, secret string) (http.Header, []byte) {
+		l.hooks.register(t, secret)
+		if err := l.person.Delete(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		return l.hooks.await(t, vikunja.EventTaskDeleted, id)
+	}
 }
 
 // liveHooks receives a live server's webhook deliveries on a loopback

@@ -8,17 +8,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/fixtures/memnet"
 )
 
-func TestClassify(t *testing.T) {
+// Every status Vikunja answers maps onto the port's typed errors, as the
+// portable Tracker answers it: trackerhttp's mapping, with Vikunja's own
+// meaning of a 403 (classify) and its error code in the message.
+func TestStatusesAreTyped(t *testing.T) {
 	now := time.Unix(1795978000, 0)
 	reset := http.Header{"X-Ratelimit-Reset": {"1795978058"}}
 	cases := []struct {
@@ -26,33 +35,49 @@ func TestClassify(t *testing.T) {
 		status int
 		header http.Header
 		body   string
-		err    error
 		is     error
 		wait   time.Duration
+		says   string // in the message, when set
 	}{
-		{"OK", 200, nil, `{}`, nil, nil, 0},
-		{"Created", 201, nil, `{}`, nil, nil, 0},
-		{"BadToken", 401, nil, `{"code":11,"message":"missing, malformed, expired or otherwise invalid token provided"}`, nil, tracker.ErrUnauthorized, 0},
-		{"AnotherUsersTask", 403, nil, `{"code":0,"message":"Forbidden"}`, nil, tracker.ErrUnauthorized, 0},
-		{"Deleted", 404, nil, `{"code":4002,"message":"This task does not exist"}`, nil, tracker.ErrNotFound, 0},
-		{"V2NotFound", 404, nil, `{"title":"Not Found","status":404,"detail":"This task does not exist","code":4002}`, nil, tracker.ErrNotFound, 0},
-		{"Archived", 412, nil, `{"code":3008,"message":"This project is archived."}`, nil, tracker.ErrRefused, 0},
-		{"BadModel", 400, nil, `{"code":2004,"message":"Invalid model provided."}`, nil, tracker.ErrRefused, 0},
-		{"RateLimited", 429, reset, `{"message":"Too Many Requests"}`, nil, tracker.ErrRateLimited, 58 * time.Second},
-		{"RateLimitedWithoutReset", 429, nil, ``, nil, tracker.ErrRateLimited, DefaultRateWait},
-		{"RateLimitedWithGarbageReset", 429, http.Header{"X-Ratelimit-Reset": {"soon"}}, ``, nil, tracker.ErrRateLimited, DefaultRateWait},
-		{"RateLimitedResetPassed", 429, http.Header{"X-Ratelimit-Reset": {"1795977990"}}, ``, nil, tracker.ErrRateLimited, time.Second},
-		{"RateLimitedResetNow", 429, http.Header{"X-Ratelimit-Reset": {"1795978000"}}, ``, nil, tracker.ErrRateLimited, time.Second},
-		{"ServerError", 500, nil, `<html>`, nil, tracker.ErrUnavailable, 0},
-		{"BadGateway", 502, nil, ``, nil, tracker.ErrUnavailable, 0},
-		{"Redirect", 302, nil, ``, nil, tracker.ErrUnavailable, 0},
-		{"Refused", 0, nil, ``, syscall.ECONNREFUSED, tracker.ErrUnavailable, 0},
-		{"TimedOut", 0, nil, ``, context.DeadlineExceeded, tracker.ErrUnavailable, 0},
-		{"Cancelled", 0, nil, ``, context.Canceled, tracker.ErrUnavailable, 0},
+		{"OK", 200, nil, `{"id":1}`, nil, 0, ""},
+		{"Created", 201, nil, `{"id":1}`, nil, 0, ""},
+		{"BadToken", 401, nil, `{"code":11,"message":"missing, malformed, expired or otherwise invalid token provided"}`, tracker.ErrUnauthorized, 0, "code 11: 401 missing, malformed"},
+		{"AnotherUsersTask", 403, nil, `{"code":0,"message":"Forbidden"}`, tracker.ErrUnauthorized, 0, "403 Forbidden"},
+		// Vikunja sends X-RateLimit-Remaining with every answer: 0 on the
+		// last of a window's says nothing of a 403.
+		{"ForbiddenOnTheLastRequestOfAWindow", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1795978058"}}, `{"code":0,"message":"Forbidden"}`, tracker.ErrUnauthorized, 0, "403 Forbidden"},
+		{"Deleted", 404, nil, `{"code":4002,"message":"This task does not exist"}`, tracker.ErrNotFound, 0, "code 4002: 404 This task does not exist"},
+		{"V2NotFound", 404, nil, `{"title":"Not Found","status":404,"detail":"This task does not exist","code":4002}`, tracker.ErrNotFound, 0, "code 4002: 404 This task does not exist"},
+		{"Archived", 412, nil, `{"code":3008,"message":"This project is archived."}`, tracker.ErrRefused, 0, "code 3008: 412 This project is archived."},
+		{"BadModel", 400, nil, `{"code":2004,"message":"Invalid model provided."}`, tracker.ErrRefused, 0, "code 2004"},
+		{"RateLimited", 429, reset, `{"message":"Too Many Requests"}`, tracker.ErrRateLimited, 58 * time.Second, "429 Too Many Requests"},
+		{"RateLimitedWithoutReset", 429, nil, ``, tracker.ErrRateLimited, DefaultRateWait, ""},
+		{"RateLimitedWithGarbageReset", 429, http.Header{"X-Ratelimit-Reset": {"soon"}}, ``, tracker.ErrRateLimited, DefaultRateWait, ""},
+		{"RateLimitedResetPassed", 429, http.Header{"X-Ratelimit-Reset": {"1795977990"}}, ``, tracker.ErrRateLimited, time.Second, ""},
+		{"RateLimitedResetNow", 429, http.Header{"X-Ratelimit-Reset": {"1795978000"}}, ``, tracker.ErrRateLimited, time.Second, ""},
+		{"ServerError", 500, nil, `<html>`, tracker.ErrUnavailable, 0, "500 <html>"},
+		{"BadGateway", 502, nil, ``, tracker.ErrUnavailable, 0, ""},
+		// A redirect is never followed (a write would lose its body), and
+		// sending the request again meets it again (a login wall in front
+		// of the server): refused, as trackerhttp maps it.
+		{"Redirect", 302, http.Header{"Location": {"/login"}}, ``, tracker.ErrRefused, 0, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := classify(c.status, c.header, []byte(c.body), c.err, now)
+			s := memnet.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for k, vs := range c.header {
+					w.Header()[k] = vs
+				}
+				w.WriteHeader(c.status)
+				_, _ = w.Write([]byte(c.body))
+			}))
+			defer s.Close()
+			tr, err := New(Params{BaseURL: s.URL, Token: "t", Project: 1, Source: src}, WithTransport(s.Transport()),
+				WithClock(func() time.Time { return now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tr.Item(t.Context(), "1")
 			if c.is == nil {
 				if err != nil {
 					t.Fatalf("err %v", err)
@@ -62,8 +87,8 @@ func TestClassify(t *testing.T) {
 			if !errors.Is(err, c.is) {
 				t.Fatalf("err %v, want %v", err, c.is)
 			}
-			if c.err != nil && !errors.Is(err, c.err) {
-				t.Fatalf("err %v doesn't wrap its cause", err)
+			if !strings.HasPrefix(err.Error(), "vikunja: ") || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("err %q, want it to say %q", err, c.says)
 			}
 			var rl *tracker.RateLimitedError
 			if errors.As(err, &rl) != (c.wait > 0) || (rl != nil && rl.RetryAfter != c.wait) {
@@ -77,10 +102,67 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// A request that got no answer is ErrUnavailable wrapping its cause (so
+// context.Canceled stays matchable), and never certainly not taken.
+func TestTransportFailuresAreUnavailable(t *testing.T) {
+	cases := []struct {
+		name  string
+		cause error
+		// call runs a write against s, its context ending as the case says.
+		call func(tr *tracker.Tracker, started <-chan struct{}) error
+	}{
+		{"Refused", syscall.ECONNREFUSED, nil},
+		{"TimedOut", context.DeadlineExceeded, func(tr *tracker.Tracker, _ <-chan struct{}) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := tr.Create(ctx, "k", tracker.Draft{Title: "t"})
+			return err
+		}},
+		{"Cancelled", context.Canceled, func(tr *tracker.Tracker, started <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-started; cancel() }()
+			_, err := tr.Create(ctx, "k", tracker.Draft{Title: "t"})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				started := make(chan struct{}, 1)
+				s := memnet.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					// Read whole, the request's connection is watched: its
+					// context ends when the client leaves.
+					_, _ = io.Copy(io.Discard, r.Body)
+					started <- struct{}{}
+					<-r.Context().Done()
+				}))
+				defer s.Close()
+				tr, err := New(Params{BaseURL: s.URL, Token: "t", Project: 1, Source: src},
+					WithTransport(s.Transport()), WithWriteGates(NewWriteGates()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.call == nil {
+					s.Close()
+					_, err = tr.Item(t.Context(), "1")
+				} else {
+					err = c.call(tr, started)
+				}
+				if !errors.Is(err, tracker.ErrUnavailable) || tracker.CertainlyNotTaken(err) {
+					t.Fatalf("err %v, want unavailable and not certainly untaken", err)
+				}
+				if c.call != nil && !errors.Is(err, c.cause) {
+					t.Fatalf("err %v doesn't wrap its cause", err)
+				}
+			})
+		})
+	}
+}
+
 var src = tracker.Source{Tenant: "t1", Workspace: "w1"}
 
 func TestDecodeTaskReadsBadInputSensiblyOrFails(t *testing.T) {
-	tr, _ := New(Params{BaseURL: "http://v", Token: "t", Project: 2, Source: src})
+	tr, _ := newDriver(Params{BaseURL: "http://v", Token: "t", Project: 2, Source: src})
 	cases := []struct {
 		name, body string
 		ok         bool
@@ -174,7 +256,7 @@ func FuzzDecodeTask(f *testing.F) {
 		`{"id":null}`, `[]`, `<html>`, `{"id":1,"labels":[null]}`} {
 		f.Add([]byte(s))
 	}
-	tr, _ := New(Params{BaseURL: "http://v", Token: "t", Project: 2, Source: src})
+	tr, _ := newDriver(Params{BaseURL: "http://v", Token: "t", Project: 2, Source: src})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w, err := decodeTask(b)
 		if err != nil {
@@ -261,23 +343,40 @@ func FuzzNudge(f *testing.F) {
 	})
 }
 
+// Trackers made on one transport (every binding of a server, each
+// Connect) send through it as it is: they share its connections instead of
+// each keeping a pool of its own, and the transport is not changed.
 func TestTrackersOnOneTransportShareItsConnections(t *testing.T) {
+	var conns atomic.Int32
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"id":1,"project_id":1}`))
+	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	s.Start()
+	defer s.Close()
 	tr := &http.Transport{MaxConnsPerHost: 3}
-	a, err := New(Params{BaseURL: "http://127.0.0.1:1", Token: "k", Project: 1}, WithTransport(tr))
+	defer tr.CloseIdleConnections()
+	a, err := New(Params{BaseURL: s.URL, Token: "k", Project: 1}, WithTransport(tr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Params{BaseURL: "http://127.0.0.1:1", Token: "k2", Project: 2}, WithTransport(tr))
+	b, err := New(Params{BaseURL: s.URL, Token: "k2", Project: 1}, WithTransport(tr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.client.Transport != b.client.Transport {
-		t.Error("two Trackers on one transport each cloned a pool of their own")
+	for _, x := range []*tracker.Tracker{a, b, a} {
+		if _, err := x.Item(t.Context(), "1"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if a.client.Transport == http.RoundTripper(tr) {
-		t.Error("the given transport was changed instead of cloned")
+	if n := conns.Load(); n != 1 {
+		t.Errorf("three reads by two Trackers on one transport opened %d connections, want one", n)
 	}
-	if got := a.client.Transport.(*http.Transport); got.MaxConnsPerHost != 3 || got.ResponseHeaderTimeout != DefaultTimeout {
-		t.Errorf("clone lost the bound or the timeouts: %d %s", got.MaxConnsPerHost, got.ResponseHeaderTimeout)
+	if tr.MaxConnsPerHost != 3 || tr.ResponseHeaderTimeout != 0 || tr.DialContext != nil {
+		t.Error("the given transport was changed")
 	}
 }

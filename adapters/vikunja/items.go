@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -37,7 +36,7 @@ func decodeToken(s string) (pageToken, error) {
 		err = json.Unmarshal(b, &p)
 	}
 	if err != nil || p.Page < 1 {
-		return pageToken{}, &tracker.InvalidError{Field: "page", Reason: fmt.Sprintf("%q is not a page this adapter answered", s)}
+		return pageToken{}, &tracker.InvalidError{Field: "page", Reason: tracker.Quote(s) + " is not a page this adapter answered"}
 	}
 	return p, nil
 }
@@ -46,12 +45,12 @@ func decodeToken(s string) (pageToken, error) {
 // skips before answering an empty page with a Next.
 const maxEmptyPages = 20
 
-// Items implements tracker.Tracker. Vikunja keeps updated to the second and
+// Items implements tracker.Driver. Vikunja keeps updated to the second and
 // its > is the only exact comparison at a second's edge, so the query is
 // updated > since − 1 s (truncated), sorted by updated then id; pages go on
 // by keyset from the last second read, dropping the ids read at it. Within
 // an answer items are in (UpdatedAt, ID) order.
-func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+func (t *driver) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 	tok := pageToken{Page: 1}
 	if q.Page != "" {
 		var err error
@@ -133,7 +132,7 @@ func nextToken(tok pageToken, ws []wireTask) pageToken {
 // inlineComments are a listed task's comments, when the list answered all
 // of them (its count matches what it expanded), oldest first; nil when it
 // answered none or only some, which leaves the follower to ask.
-func (t *Tracker) inlineComments(w wireTask) []tracker.Comment {
+func (t *driver) inlineComments(w wireTask) []tracker.Comment {
 	if w.CommentCount == nil || *w.CommentCount != len(w.Comments) {
 		return nil
 	}

@@ -1,5 +1,5 @@
-// Package vikunja is relayr's Tracker for Vikunja's REST API (v2.5.0), on
-// plain net/http.
+// Package vikunja is relayr's driver of the portable tracker.Tracker for
+// Vikunja's REST API (v2.5.0), on core's trackerhttp.
 //
 // An item relayr files carries a marker on the last line of its
 // description, "lattice-key: lattice:<tenant>/<workspace>/<key>" (ADR-0033;
@@ -20,50 +20,48 @@
 // would save requests and lose that bump.
 //
 // Vikunja keeps time to the second, so Items asks for updated > since − 1 s
-// and pages by keyset, dropping what an earlier page answered. Every
-// failure is one of the port's typed errors (see classify); each phase of
-// a request (dial, TLS, response headers, body) has its own timeout, 10 s
-// unless WithTimeout says otherwise, and answers are read up to a size
-// limit.
+// and pages by keyset, dropping what an earlier page answered. What every
+// tracker shares is not here: tracker.Tracker checks every input against
+// the driver's Capabilities and honours the context, and trackerhttp times
+// each phase of a request (10 s unless WithTimeout says otherwise), caps
+// answers and maps statuses onto the port's typed errors, with Vikunja's
+// own meaning of a 403 (classify). The driver keeps Vikunja's wire, its
+// quirks, and its write gate.
 package vikunja
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
 // Kind is the integration's key without its prefix (tracker:vikunja).
 const Kind = "vikunja"
 
 // DefaultTimeout bounds each phase of a request (ADR-0033).
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = trackerhttp.DefaultTimeout
 
 // DefaultMaxBody is the largest answer the adapter reads.
-const DefaultMaxBody = 4 << 20
+const DefaultMaxBody = trackerhttp.DefaultMaxResponse
+
+// DefaultRateWait is how long a 429 without a usable X-Ratelimit-Reset asks
+// relayr to wait: Vikunja's default rate-limit period.
+const DefaultRateWait = time.Minute
 
 // markupRewrites are the characters a key may not hold on Vikunja: its
 // marker sits in a description the web editor keeps as HTML, where they
-// come back as entities or cut the line (tracker.ValidateKeyKept).
+// come back as entities or cut the line (Capabilities.Rewrites).
 const markupRewrites = "<>&"
 
 // PerPage is the page size the adapter asks for: Vikunja's cap.
@@ -98,8 +96,9 @@ type config struct {
 	settle    time.Duration
 }
 
-// WithTransport sends requests through rt (a fresh *http.Transport by
-// default). An *http.Transport is cloned and given the phase timeouts.
+// WithTransport sends requests through rt (http.DefaultTransport by
+// default), as it is: trackerhttp times each phase on any RoundTripper,
+// and the Trackers made on one transport share its connections.
 func WithTransport(rt http.RoundTripper) Option { return func(c *config) { c.transport = rt } }
 
 // WithTimeout sets the timeout of each phase of a request (DefaultTimeout).
@@ -133,21 +132,17 @@ func WithConcurrentWrites(n int) Option { return func(c *config) { c.writes = n 
 // process's (tests that run servers apart, each on its own virtual time).
 func WithWriteGates(g *WriteGates) Option { return func(c *config) { c.gates = g } }
 
-// Tracker is the Vikunja adapter: one workspace's view of one project.
-type Tracker struct {
+// driver is the Vikunja driver: one workspace's view of one project, under
+// the portable tracker.Tracker, which calls it only with inputs checked
+// against its Capabilities and with a live context.
+type driver struct {
 	base    string
-	token   string
 	project int64
 	source  tracker.Source
-	cfg     config
-	client  *http.Client
-	// writes is the server's gate: every write request takes a slot, so
-	// the process never sends it more writes at once than it takes.
-	writes *writeGate
-	// headerTimer is set when the transport isn't an *http.Transport, whose
-	// own ResponseHeaderTimeout can't be set: the adapter times the wait
-	// for headers itself.
-	headerTimer bool
+	caps    tracker.Capabilities
+	// http sends every request; its Gate is the server's write gate, so
+	// the process never sends the server more writes at once than it takes.
+	http *trackerhttp.Client
 
 	mu     sync.Mutex
 	labels map[string]int64 // title → id
@@ -155,14 +150,24 @@ type Tracker struct {
 	lmu    sync.Mutex       // serialises label resolution, so a title is created once
 }
 
-var _ tracker.Tracker = (*Tracker)(nil)
+var _ tracker.Driver = (*driver)(nil)
 
-// New makes a Tracker. It makes no request.
-func New(p Params, opts ...Option) (*Tracker, error) {
-	u, err := url.Parse(p.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &tracker.InvalidError{Field: "base URL", Reason: fmt.Sprintf("%q is not an http(s) address", p.BaseURL)}
+// New makes the portable Tracker over a Vikunja driver. It makes no
+// request.
+func New(p Params, opts ...Option) (*tracker.Tracker, error) {
+	drv, err := newDriver(p, opts...)
+	if err != nil {
+		return nil, err
 	}
+	return tracker.New(drv), nil
+}
+
+// NewDriver makes the driver beneath New's tracker, for the driver
+// conformance suite (core/tracker/drivertest) and for callers composing
+// their own portable tracker. It makes no request.
+func NewDriver(p Params, opts ...Option) (tracker.Driver, error) { return newDriver(p, opts...) }
+
+func newDriver(p Params, opts ...Option) (*driver, error) {
 	if p.Token == "" {
 		return nil, &tracker.InvalidError{Field: "token", Reason: "is empty"}
 	}
@@ -172,18 +177,12 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	if p.Source.Namespace == "" {
 		p.Source.Namespace = tracker.DefaultNamespace
 	}
-	cfg := config{timeout: DefaultTimeout, now: time.Now, maxBody: DefaultMaxBody}
+	cfg := config{}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.timeout <= 0 {
-		cfg.timeout = DefaultTimeout
-	}
 	if cfg.settle <= 0 {
 		cfg.settle = DefaultWriteSettle
-	}
-	if cfg.transport == nil {
-		cfg.transport = http.DefaultTransport
 	}
 	if cfg.writes < 1 {
 		cfg.writes = DefaultConcurrentWrites
@@ -191,64 +190,63 @@ func New(p Params, opts ...Option) (*Tracker, error) {
 	if cfg.gates == nil {
 		cfg.gates = processGates
 	}
-	gate, err := cfg.gates.gate(p.BaseURL, cfg.writes)
+	base := strings.TrimRight(p.BaseURL, "/")
+	var hc *http.Client
+	if cfg.transport != nil {
+		// trackerhttp keeps a copy of the client; the connections are the
+		// transport's, so every Tracker on it shares them.
+		hc = &http.Client{Transport: cfg.transport}
+	}
+	slots := &writeSlots{settle: cfg.settle}
+	c, err := trackerhttp.New(trackerhttp.Config{Name: Kind, BaseURL: base, AuthValue: "Bearer " + p.Token,
+		Client: hc, Timeout: cfg.timeout, MaxResponse: cfg.maxBody, RateWait: DefaultRateWait,
+		Classify: classify, Gate: slots, Now: cfg.now})
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracker{writes: gate,
-		base: strings.TrimRight(p.BaseURL, "/"), token: p.Token, project: p.Project, source: p.Source, cfg: cfg,
-		labels: map[string]int64{}, keys: map[int64]string{},
+	if slots.gate, err = cfg.gates.gate(p.BaseURL, cfg.writes); err != nil {
+		return nil, err
 	}
-	rt, timed := withPhaseTimeouts(cfg.transport, cfg.timeout)
-	t.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.headerTimer = !timed
+	t := &driver{base: base, project: p.Project, source: p.Source, http: c,
+		labels: map[string]int64{}, keys: map[int64]string{}}
+	t.caps = t.Capabilities()
 	return t, nil
 }
 
-// timedKey names a phase-timed clone: the transport it was made from and
-// the timeout.
-type timedKey struct {
-	tr *http.Transport
-	d  time.Duration
+// Capabilities implements tracker.Driver: what Vikunja does and does not
+// do, in one place.
+//
+//   - Keys are relayr's alone (KeysEnforced false): Vikunja files a second
+//     task under a marker as readily as the first, so a retaken claim
+//     looks its key up before it files (ADR-0033).
+//   - A key holding one of "<>&" would read back rewritten from the web
+//     editor's HTML (Rewrites).
+//   - The done flag holds two states (ADR-0036): backlog and started read
+//     back as todo, cancelled as done.
+//   - task.deleted deliveries report deletions (NudgesDeletions); a
+//     deleted task reads as 404, since Vikunja keeps no archived tasks.
+//   - No read is conditional, a page holds PerPage tasks, time is kept to
+//     the second, and an id is a positive decimal.
+func (t *driver) Capabilities() tracker.Capabilities {
+	return tracker.Capabilities{
+		Name:         Kind,
+		KeysEnforced: false,
+		Rewrites:     markupRewrites,
+		States: map[tracker.State]tracker.State{
+			tracker.Backlog:   tracker.Todo,
+			tracker.Started:   tracker.Todo,
+			tracker.Cancelled: tracker.Done,
+		},
+		NudgesDeletions:  true,
+		ConditionalReads: false,
+		MaxPage:          PerPage,
+		TimePrecision:    time.Second,
+		ValidID:          validID,
+	}
 }
 
-// timed keeps one phase-timed clone per transport and timeout, so the
-// Trackers made on one transport (every binding of a server, each
-// Connect) share its connections instead of each cloning a pool of its
-// own.
-var timed sync.Map // timedKey → *http.Transport
-
-// withPhaseTimeouts gives an *http.Transport a timeout on dialling, on the
-// TLS handshake and on the wait for response headers: one clone per
-// transport and timeout, shared.
-func withPhaseTimeouts(rt http.RoundTripper, d time.Duration) (http.RoundTripper, bool) {
-	tr, ok := rt.(*http.Transport)
-	if !ok {
-		return rt, false
-	}
-	k := timedKey{tr, d}
-	if c, ok := timed.Load(k); ok {
-		return c.(*http.Transport), true
-	}
-	c, _ := timed.LoadOrStore(k, phaseTimed(tr, d))
-	return c.(*http.Transport), true
-}
-
-func phaseTimed(tr *http.Transport, d time.Duration) *http.Transport {
-	tr = tr.Clone()
-	dial := tr.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
-	}
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		return dial(ctx, network, addr)
-	}
-	tr.TLSHandshakeTimeout = d
-	tr.ResponseHeaderTimeout = d
-	return tr
-}
+// done reports whether a task set to s is done: Vikunja's one flag.
+func (t *driver) done(s tracker.State) bool { return t.caps.Holds(s) == tracker.Done }
 
 // Connector makes Trackers for one Vikunja server and project.
 type Connector struct {
@@ -263,134 +261,73 @@ var _ tracker.Connector = Connector{}
 func (Connector) Kind() string { return Kind }
 
 // Connect implements tracker.Connector; it makes no request.
-func (c Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (tracker.Tracker, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
+func (c Connector) Connect(_ context.Context, creds tracker.Credentials, source tracker.Source) (*tracker.Tracker, error) {
 	return New(Params{BaseURL: c.BaseURL, Token: creds.Token, Project: c.Project, Source: source}, c.Options...)
 }
 
 // --- requests ---
 
-type answer struct {
-	status int
-	header http.Header
-	body   []byte
+// do makes one request through trackerhttp, which answers a non-2xx with
+// the answer and its typed error. A write waits for a slot of the
+// server's gate (writeSlots); reads go at once.
+func (t *driver) do(ctx context.Context, method, path string, query url.Values, body any) (trackerhttp.Answer, error) {
+	return t.http.Do(ctx, trackerhttp.Request{Method: method, Path: path, Query: query, Body: body})
 }
 
-// do makes one request and reads its answer; a non-2xx answer is a typed
-// error (classify). A write waits for a slot of the server's gate and holds
-// it until its answer is read: relayr never makes Vikunja on SQLite lock
-// itself. Reads go at once.
-func (t *Tracker) do(ctx context.Context, method, path string, query url.Values, body any, contentType string) (answer, error) {
-	answered := false
-	if err := ctxErr(ctx); err != nil {
-		return answer{}, err
+// classify is trackerhttp's Classify override: what Vikunja means by an
+// answer where the default mapping (def) would say otherwise, and the
+// code Vikunja names its errors by, kept in the message.
+//
+//   - 403 is ErrUnauthorized, always (another user's object; a token
+//     without the route's permission answers 401). Vikunja answers a
+//     spent limit with 429 alone, and sends X-RateLimit-Remaining with
+//     every answer, 0 on the last of a window's, so the default's reading
+//     of a 403 with it as a limit would take a refused key for a wait.
+//   - Every other status maps as trackerhttp.Classify says: 401
+//     unauthorized, 404 not found (a deleted task answers 4002), 429 a
+//     wait until X-Ratelimit-Reset (Vikunja sends no Retry-After), 412
+//     (an archived project) and every other 3xx and 4xx refused, 5xx
+//     unavailable.
+//
+// v1 answers {"code","message"}, v2 problem+json {"detail","code"}; the
+// code (4002, 3008, 8001 …) names the cause where the text is generic.
+func classify(a trackerhttp.Answer, def error) error {
+	if def == nil {
+		return nil
 	}
-	if method != http.MethodGet {
-		if err := t.writes.enter(ctx); err != nil {
-			return answer{}, err
-		}
-		// The slot is the server's until the server is done with the
-		// write: at once when its answer was read, else (the request
-		// given up mid-flight, or its answer cut) Settle after its
-		// connection was closed, since Vikunja goes on with a request
-		// whose client left, and a write sent meanwhile would meet it
-		// (vikunja.md §11).
-		var reached atomic.Bool
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { reached.Store(true) }})
-		defer func() {
-			if answered || !reached.Load() {
-				t.writes.leave()
-				return
-			}
-			time.AfterFunc(t.cfg.settle, t.writes.leave)
-		}()
+	if a.Status == http.StatusForbidden {
+		def = fmt.Errorf("%d %s: %w", a.Status, trackerhttp.Detail(a.Body), tracker.ErrUnauthorized)
 	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return answer{}, &tracker.InvalidError{Field: "request", Reason: err.Error()}
-		}
-		rd = bytes.NewReader(b)
+	var e struct {
+		Code int `json:"code"`
 	}
-	u := t.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
+	if json.Unmarshal(a.Body, &e) == nil && e.Code != 0 {
+		return fmt.Errorf("code %d: %w", e.Code, def)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, method, u, rd)
-	if err != nil {
-		return answer{}, &tracker.InvalidError{Field: "request", Reason: err.Error()}
-	}
-	req.Header.Set("Authorization", "Bearer "+t.token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	var timer *time.Timer
-	if t.headerTimer {
-		timer = time.AfterFunc(t.cfg.timeout, cancel)
-	}
-	resp, err := t.client.Do(req)
-	if timer != nil && !timer.Stop() && err == nil {
-		err = fmt.Errorf("no response headers within %s", t.cfg.timeout)
-	}
-	if err != nil {
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return answer{}, classify(0, nil, nil, err, t.cfg.now())
-	}
-	defer func() { _ = resp.Body.Close() }()
-	// The body has a phase of its own.
-	bodyTimer := time.AfterFunc(t.cfg.timeout, cancel)
-	b, err := io.ReadAll(io.LimitReader(resp.Body, t.cfg.maxBody+1))
-	expired := !bodyTimer.Stop()
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return answer{}, classify(0, nil, nil, ctx.Err(), t.cfg.now())
-	case err != nil && expired:
-		return answer{}, classify(0, nil, nil, fmt.Errorf("reading the answer took over %s: %w", t.cfg.timeout, err), t.cfg.now())
-	case err != nil:
-		return answer{}, classify(0, nil, nil, fmt.Errorf("reading the answer: %w", err), t.cfg.now())
-	case int64(len(b)) > t.cfg.maxBody:
-		return answer{}, classify(0, nil, nil, fmt.Errorf("%w (%d bytes)", errTooLarge, t.cfg.maxBody), t.cfg.now())
-	}
-	answered = true
-	a := answer{status: resp.StatusCode, header: resp.Header, body: b}
-	if err := classify(resp.StatusCode, resp.Header, b, nil, t.cfg.now()); err != nil {
-		return a, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return a, nil
+	return def
 }
 
-func (t *Tracker) getTask(ctx context.Context, id int64) (wireTask, error) {
-	a, err := t.do(ctx, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), nil, nil, "")
+func (t *driver) getTask(ctx context.Context, id int64) (wireTask, error) {
+	a, err := t.do(ctx, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), nil, nil)
 	if err != nil {
 		return wireTask{}, err
 	}
-	w, err := decodeTask(a.body)
+	w, err := decodeTask(a.Body)
 	if err != nil {
-		return wireTask{}, garbled("task", err)
+		return wireTask{}, trackerhttp.Garbled(Kind, "task", err)
 	}
 	return w, nil
 }
 
-func (t *Tracker) listTasks(ctx context.Context, q url.Values) ([]wireTask, answer, error) {
+func (t *driver) listTasks(ctx context.Context, q url.Values) ([]wireTask, trackerhttp.Answer, error) {
 	q.Set("per_page", strconv.Itoa(PerPage))
-	a, err := t.do(ctx, http.MethodGet, "/api/v1/projects/"+strconv.FormatInt(t.project, 10)+"/tasks", q, nil, "")
+	a, err := t.do(ctx, http.MethodGet, "/api/v1/projects/"+strconv.FormatInt(t.project, 10)+"/tasks", q, nil)
 	if err != nil {
 		return nil, a, err
 	}
-	ws, err := decodeTasks(a.body)
+	ws, err := decodeTasks(a.Body)
 	if err != nil {
-		return nil, a, garbled("task list", err)
+		return nil, a, trackerhttp.Garbled(Kind, "task list", err)
 	}
 	return ws, a, nil
 }
@@ -399,20 +336,32 @@ func (t *Tracker) listTasks(ctx context.Context, q url.Values) ([]wireTask, answ
 // x-pagination-total-pages Vikunja sends with every list, since a server
 // whose service.maxitemsperpage is under PerPage answers short pages
 // before its last; by a short page only when the header is missing.
-func lastPage(a answer, page, got int) bool {
+func lastPage(a trackerhttp.Answer, page, got int) bool {
 	if got == 0 {
 		return true
 	}
-	if total, err := strconv.Atoi(a.header.Get("x-pagination-total-pages")); err == nil {
+	if total, err := strconv.Atoi(a.Header.Get("x-pagination-total-pages")); err == nil {
 		return page >= total
 	}
 	return got < PerPage
 }
 
+// pageQuery asks for one page of a list, PerPage long.
+func pageQuery(page int) url.Values {
+	return url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(PerPage)}}
+}
+
+// validID reports whether id is a task id: a positive decimal.
+func validID(id string) bool {
+	_, err := parseID(id)
+	return err == nil
+}
+
+// parseID reads a task id: a positive decimal (Capabilities.ValidID).
 func parseID(id string) (int64, error) {
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%w: %q is not a Vikunja task id", tracker.ErrNotFound, id)
+		return 0, fmt.Errorf("vikunja: %s is not a task id: %w", tracker.Quote(id), tracker.ErrNotFound)
 	}
 	return n, nil
 }
@@ -420,7 +369,7 @@ func parseID(id string) (int64, error) {
 // --- items ---
 
 // item turns a task into the port's item, remembering its key.
-func (t *Tracker) item(w wireTask) tracker.Item {
+func (t *driver) item(w wireTask) tracker.Item {
 	key, _ := KeyOf(w.Description, t.source)
 	desc := w.Description
 	if key != "" {
@@ -446,13 +395,10 @@ func (t *Tracker) item(w wireTask) tracker.Item {
 		UpdatedAt: w.Updated.UTC().Truncate(time.Second)}
 }
 
-// Find implements tracker.Tracker: a search for the marker, then an exact
+// Find implements tracker.Driver: a search for the marker, then an exact
 // check of it, since the search also matches k10 for k1 and reads _ and %
 // as wildcards. Of several tasks marked with the key, the oldest answers.
-func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
-	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
-		return tracker.Item{}, err
-	}
+func (t *driver) Find(ctx context.Context, key string) (tracker.Item, error) {
 	q := url.Values{"s": {Marker(t.source, key)}, "sort_by": {"id"}, "order_by": {"asc"}}
 	for page := 1; ; page++ {
 		q.Set("page", strconv.Itoa(page))
@@ -466,47 +412,38 @@ func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
 			}
 		}
 		if lastPage(a, page, len(ws)) {
-			return tracker.Item{}, fmt.Errorf("%w: no task is marked with key %q", tracker.ErrNotFound, key)
+			return tracker.Item{}, fmt.Errorf("vikunja: no task is marked with key %s: %w", tracker.Quote(key), tracker.ErrNotFound)
 		}
 	}
 }
 
-// Create implements tracker.Tracker: labels are resolved first (a label
+// Create implements tracker.Driver: labels are resolved first (a label
 // not yet known is looked up, and created when missing), then the task is
 // filed, then each label is added to it, since Vikunja ignores labels in
 // a create. A failure after the task landed is ErrUnavailable, never an
 // error saying the write certainly wasn't taken.
-func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
-	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
-		return tracker.Item{}, err
-	}
-	if err := tracker.ValidateDraft(d); err != nil {
-		return tracker.Item{}, err
-	}
-	if err := ctxErr(ctx); err != nil {
-		return tracker.Item{}, err
-	}
+func (t *driver) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
 	ids, err := t.labelIDs(ctx, d.Labels)
 	if err != nil {
 		return tracker.Item{}, err
 	}
 	body := map[string]any{"title": d.Title, "description": withMarker(d.Description, t.source, key)}
-	if d.State != "" && t.Holds(d.State) == tracker.Done {
+	if d.State != "" && t.done(d.State) {
 		body["done"] = true
 	}
-	a, err := t.do(ctx, http.MethodPut, "/api/v1/projects/"+strconv.FormatInt(t.project, 10)+"/tasks", nil, body, "application/json")
+	a, err := t.do(ctx, http.MethodPut, "/api/v1/projects/"+strconv.FormatInt(t.project, 10)+"/tasks", nil, body)
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	w, err := decodeTask(a.body)
+	w, err := decodeTask(a.Body)
 	if err != nil {
-		return tracker.Item{}, garbled("created task", err)
+		return tracker.Item{}, trackerhttp.Garbled(Kind, "created task", err)
 	}
 	it := t.item(w)
 	for i, lid := range ids {
 		_, at, err := t.addLabel(ctx, w.ID, d.Labels[i], lid)
 		if err != nil {
-			return tracker.Item{}, landed(fmt.Sprintf("filed task %d", w.ID), "labelling it", err)
+			return tracker.Item{}, trackerhttp.Landed(Kind, fmt.Sprintf("filed task %d", w.ID), "labelling it", err)
 		}
 		it.Labels = append(it.Labels, d.Labels[i])
 		if at.After(it.UpdatedAt) {
@@ -516,133 +453,8 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 	return it, nil
 }
 
-// errStaleLabel: a label id the cache holds names no label now (404, code
-// 8002): a person deleted it since it was resolved.
-var errStaleLabel = errors.New("vikunja: the label no longer exists")
-
-// addLabel adds the label titled title, resolved to label, and answers the
-// id it added and when (the task's updated moved then). A label already on
-// the task is no error. A label a person deleted since it was resolved is
-// forgotten and resolved again, once: its 404 is the label's, never the
-// task's (which would read as the task deleted).
-func (t *Tracker) addLabel(ctx context.Context, task int64, title string, label int64) (int64, time.Time, error) {
-	at, err := t.putLabel(ctx, task, label)
-	if !errors.Is(err, errStaleLabel) {
-		return label, at, err
-	}
-	t.forgetLabel(title, label)
-	ids, err := t.labelIDs(ctx, []string{title})
-	if err != nil {
-		return label, time.Time{}, err
-	}
-	at, err = t.putLabel(ctx, task, ids[0])
-	if errors.Is(err, errStaleLabel) {
-		err = fmt.Errorf("%w: label %q was deleted as it was added, twice", tracker.ErrUnavailable, title)
-	}
-	return ids[0], at, err
-}
-
-// forgetLabel drops title's cached id, if it is still id.
-func (t *Tracker) forgetLabel(title string, id int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.labels[title] == id {
-		delete(t.labels, title)
-	}
-}
-
-// putLabel adds one label by id and answers when.
-func (t *Tracker) putLabel(ctx context.Context, task, label int64) (time.Time, error) {
-	a, err := t.do(ctx, http.MethodPut, "/api/v1/tasks/"+strconv.FormatInt(task, 10)+"/labels", nil,
-		map[string]int64{"label_id": label}, "application/json")
-	if err != nil {
-		switch {
-		case a.status == http.StatusBadRequest && bytes.Contains(a.body, []byte("8001")):
-			return time.Time{}, nil
-		case a.status == http.StatusNotFound && bytes.Contains(a.body, []byte("8002")):
-			return time.Time{}, errStaleLabel
-		}
-		return time.Time{}, err
-	}
-	var r struct {
-		Created time.Time `json:"created"`
-	}
-	_ = json.Unmarshal(a.body, &r)
-	return r.Created.UTC().Truncate(time.Second), nil
-}
-
-// labelIDs resolves label titles to ids: from the cache, else from the
-// server's labels, else by creating them.
-func (t *Tracker) labelIDs(ctx context.Context, titles []string) ([]int64, error) {
-	out := make([]int64, 0, len(titles))
-	var missing []string
-	t.mu.Lock()
-	for _, title := range titles {
-		if id, ok := t.labels[title]; ok {
-			out = append(out, id)
-		} else {
-			missing = append(missing, title)
-		}
-	}
-	t.mu.Unlock()
-	if len(missing) == 0 {
-		return out, nil
-	}
-	t.lmu.Lock()
-	defer t.lmu.Unlock()
-	if err := t.loadLabels(ctx); err != nil {
-		return nil, err
-	}
-	out = out[:0]
-	for _, title := range titles {
-		t.mu.Lock()
-		id, ok := t.labels[title]
-		t.mu.Unlock()
-		if !ok {
-			a, err := t.do(ctx, http.MethodPut, "/api/v1/labels", nil, map[string]string{"title": title}, "application/json")
-			if err != nil {
-				return nil, err
-			}
-			var l wireLabel
-			if err := json.Unmarshal(a.body, &l); err != nil || l.ID <= 0 {
-				return nil, garbled("created label", err)
-			}
-			id = l.ID
-			t.mu.Lock()
-			t.labels[title] = id
-			t.mu.Unlock()
-		}
-		out = append(out, id)
-	}
-	return out, nil
-}
-
-// loadLabels reads every label the token can see into the cache.
-func (t *Tracker) loadLabels(ctx context.Context) error {
-	for page := 1; ; page++ {
-		a, err := t.do(ctx, http.MethodGet, "/api/v1/labels", url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(PerPage)}}, nil, "")
-		if err != nil {
-			return err
-		}
-		var ls []wireLabel
-		if err := json.Unmarshal(a.body, &ls); err != nil {
-			return garbled("label list", err)
-		}
-		t.mu.Lock()
-		for _, l := range ls {
-			if _, ok := t.labels[l.Title]; !ok && l.ID > 0 && l.Title != "" {
-				t.labels[l.Title] = l.ID
-			}
-		}
-		t.mu.Unlock()
-		if lastPage(a, page, len(ls)) {
-			return nil
-		}
-	}
-}
-
-// Item implements tracker.Tracker: one read.
-func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
+// Item implements tracker.Driver: one read.
+func (t *driver) Item(ctx context.Context, id string) (tracker.Item, error) {
 	n, err := parseID(id)
 	if err != nil {
 		return tracker.Item{}, err
@@ -652,27 +464,18 @@ func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
 		return tracker.Item{}, err
 	}
 	if w.ProjectID != 0 && w.ProjectID != t.project {
-		return tracker.Item{}, fmt.Errorf("%w: task %d is in project %d, not %d", tracker.ErrNotFound, n, w.ProjectID, t.project)
+		return tracker.Item{}, fmt.Errorf("vikunja: task %d is in project %d, not %d: %w", n, w.ProjectID, t.project, tracker.ErrNotFound)
 	}
 	return t.item(w), nil
 }
 
-// Update implements tracker.Tracker. Title, description and state go in
+// Update implements tracker.Driver. Title, description and state go in
 // one v2 merge-patch naming only them (v1's update would blank what it
 // isn't sent); a description keeps the item's marker. Labels are set
 // through single adds and removes, then the task is read again.
-func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
+func (t *driver) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
 	n, err := parseID(id)
 	if err != nil {
-		return tracker.Item{}, err
-	}
-	if err := tracker.ValidatePatch(p); err != nil {
-		return tracker.Item{}, err
-	}
-	if p.Empty() {
-		return t.Item(ctx, id)
-	}
-	if err := ctxErr(ctx); err != nil {
 		return tracker.Item{}, err
 	}
 	var cur *wireTask
@@ -691,7 +494,7 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		patch["title"] = *p.Title
 	}
 	if p.State != nil {
-		patch["done"] = t.Holds(*p.State) == tracker.Done
+		patch["done"] = t.done(*p.State)
 	}
 	if p.Description != nil {
 		t.mu.Lock()
@@ -712,9 +515,10 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 	}
 	patched := false
 	if len(patch) > 0 {
-		a, err := t.do(ctx, http.MethodPatch, "/api/v2/tasks/"+strconv.FormatInt(n, 10), nil, patch, "application/merge-patch+json")
+		a, err := t.http.Do(ctx, trackerhttp.Request{Method: http.MethodPatch, Path: "/api/v2/tasks/" + strconv.FormatInt(n, 10),
+			Body: patch, ContentType: "application/merge-patch+json"})
 		switch {
-		case a.status == http.StatusNotModified:
+		case a.Status == http.StatusNotModified:
 			// Huma's autopatch answers 304, with no body and nothing
 			// written, when the merged task equals the one it read (setting
 			// backlog on an open task: both are done: false). The edit
@@ -728,9 +532,9 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 			return tracker.Item{}, err
 		default:
 			patched = true
-			w, err := decodeTask(a.body)
+			w, err := decodeTask(a.Body)
 			if err != nil {
-				return tracker.Item{}, garbled("patched task", err)
+				return tracker.Item{}, trackerhttp.Garbled(Kind, "patched task", err)
 			}
 			cur = &w
 		}
@@ -743,14 +547,14 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 		changed, err := t.setLabels(ctx, w, *p.Labels)
 		if err != nil {
 			if patched || changed {
-				return tracker.Item{}, landed(fmt.Sprintf("task %d's edit", n), "its labels", err)
+				return tracker.Item{}, trackerhttp.Landed(Kind, fmt.Sprintf("task %d's edit", n), "its labels", err)
 			}
 			return tracker.Item{}, err
 		}
 		if changed {
 			nw, err := t.getTask(ctx, n)
 			if err != nil {
-				return tracker.Item{}, landed(fmt.Sprintf("task %d's edit", n), "reading it back", err)
+				return tracker.Item{}, trackerhttp.Landed(Kind, fmt.Sprintf("task %d's edit", n), "reading it back", err)
 			}
 			cur = &nw
 		}
@@ -758,65 +562,28 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 	return t.item(*cur), nil
 }
 
-// setLabels makes the task's labels exactly want, one add or removal at a
-// time, and reports whether anything changed.
-func (t *Tracker) setLabels(ctx context.Context, w *wireTask, want []string) (bool, error) {
-	ids, err := t.labelIDs(ctx, want)
-	if err != nil {
-		return false, err
-	}
-	have := map[int64]bool{}
-	for _, l := range w.Labels {
-		have[l.ID] = true
-	}
-	changed := false
-	for i, id := range ids {
-		if !have[id] {
-			added, _, err := t.addLabel(ctx, w.ID, want[i], id)
-			if err != nil {
-				return changed, err
-			}
-			ids[i] = added
-			changed = true
-		}
-	}
-	for _, l := range w.Labels {
-		if !slices.Contains(ids, l.ID) {
-			_, err := t.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/tasks/%d/labels/%d", w.ID, l.ID), nil, nil, "")
-			if err != nil && !errors.Is(err, tracker.ErrNotFound) {
-				return changed, err
-			}
-			changed = true
-		}
-	}
-	return changed, nil
-}
-
 // --- comments ---
 
-// Comment implements tracker.Tracker: the body with the key's marker on
+// Comment implements tracker.Driver: the body with the key's marker on
 // its last line.
-func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+func (t *driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
 	n, err := parseID(id)
 	if err != nil {
 		return tracker.Comment{}, err
 	}
-	if err := tracker.ValidateKeyKept(key, markupRewrites); err != nil {
-		return tracker.Comment{}, err
-	}
 	a, err := t.do(ctx, http.MethodPut, "/api/v1/tasks/"+strconv.FormatInt(n, 10)+"/comments", nil,
-		map[string]string{"comment": withMarker(body, t.source, key)}, "application/json")
+		map[string]string{"comment": withMarker(body, t.source, key)})
 	if err != nil {
 		return tracker.Comment{}, err
 	}
 	var w wireComment
-	if err := json.Unmarshal(a.body, &w); err != nil || w.ID <= 0 {
-		return tracker.Comment{}, fmt.Errorf("%w: vikunja answered an unreadable comment (%w)", tracker.ErrUnavailable, err)
+	if err := json.Unmarshal(a.Body, &w); err != nil || w.ID <= 0 {
+		return tracker.Comment{}, trackerhttp.Garbled(Kind, "comment", err)
 	}
 	return t.comment(n, w), nil
 }
 
-func (t *Tracker) comment(task int64, w wireComment) tracker.Comment {
+func (t *driver) comment(task int64, w wireComment) tracker.Comment {
 	c := tracker.Comment{ID: strconv.FormatInt(w.ID, 10), ItemID: strconv.FormatInt(task, 10), Body: w.Comment,
 		CreatedAt: w.Created.UTC().Truncate(time.Second)}
 	if w.Author != nil {
@@ -828,9 +595,9 @@ func (t *Tracker) comment(task int64, w wireComment) tracker.Comment {
 	return c
 }
 
-// Comments implements tracker.Tracker: every page, oldest first, those
+// Comments implements tracker.Driver: every page, oldest first, those
 // created at or after since (to the second).
-func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
+func (t *driver) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
 	n, err := parseID(id)
 	if err != nil {
 		return nil, err
@@ -838,18 +605,19 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 	since = since.UTC().Truncate(time.Second)
 	var out []tracker.Comment
 	for page := 1; ; page++ {
-		q := url.Values{"page": {strconv.Itoa(page)}, "per_page": {strconv.Itoa(PerPage)}, "order_by": {"asc"}}
-		a, err := t.do(ctx, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(n, 10)+"/comments", q, nil, "")
+		q := pageQuery(page)
+		q.Set("order_by", "asc")
+		a, err := t.do(ctx, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(n, 10)+"/comments", q, nil)
 		if err != nil {
 			return nil, err
 		}
 		var ws []wireComment
-		if err := json.Unmarshal(a.body, &ws); err != nil {
-			return nil, garbled("comment list", err)
+		if err := json.Unmarshal(a.Body, &ws); err != nil {
+			return nil, trackerhttp.Garbled(Kind, "comment list", err)
 		}
 		for _, w := range ws {
 			if w.ID <= 0 {
-				return nil, garbled("comment list", errNoID)
+				return nil, trackerhttp.Garbled(Kind, "comment list", errNoID)
 			}
 			if c := t.comment(n, w); !c.CreatedAt.Before(since) {
 				out = append(out, c)
@@ -872,23 +640,14 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 
 // --- the rest of the port ---
 
-// Nudge implements tracker.Tracker: X-Vikunja-Signature must be the hex
+// Nudge implements tracker.Driver: X-Vikunja-Signature must be the hex
 // HMAC-SHA256 of the raw body under secret; the project is the payload's
 // data.project.id, else its task's project_id. A task.deleted delivery
 // names its task deleted when the task is of the project it names (a
 // deleted task reads as 404 on Vikunja, which keeps no archived tasks).
-func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
-	if secret == "" {
-		return tracker.Nudged{}, fmt.Errorf("%w: no webhook secret to verify the delivery with", tracker.ErrUnauthorized)
-	}
-	got, err := hex.DecodeString(strings.TrimSpace(header.Get(SignatureHeader)))
-	if err != nil || len(got) == 0 {
-		return tracker.Nudged{}, fmt.Errorf("%w: the delivery carries no readable %s", tracker.ErrUnauthorized, SignatureHeader)
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	if !hmac.Equal(m.Sum(nil), got) {
-		return tracker.Nudged{}, fmt.Errorf("%w: the delivery's signature doesn't verify", tracker.ErrUnauthorized)
+func (t *driver) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
+	if !trackerhttp.VerifySHA256(secret, "", header.Get(SignatureHeader), body) {
+		return tracker.Nudged{}, fmt.Errorf("vikunja: the delivery's %s doesn't verify: %w", SignatureHeader, tracker.ErrUnauthorized)
 	}
 	var p struct {
 		Event string `json:"event_name"`
@@ -903,7 +662,7 @@ func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
-		return tracker.Nudged{}, fmt.Errorf("%w: a signed delivery that isn't a Vikunja event: %w", tracker.ErrRefused, err)
+		return tracker.Nudged{}, fmt.Errorf("vikunja: a signed delivery that isn't a Vikunja event (%s): %w", err.Error(), tracker.ErrRefused)
 	}
 	var project int64
 	switch {
@@ -912,7 +671,7 @@ func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker
 	case p.Data.Task != nil && p.Data.Task.ProjectID > 0:
 		project = p.Data.Task.ProjectID
 	default:
-		return tracker.Nudged{}, fmt.Errorf("%w: the delivery names no project", tracker.ErrRefused)
+		return tracker.Nudged{}, fmt.Errorf("vikunja: the delivery names no project: %w", tracker.ErrRefused)
 	}
 	n := tracker.Nudged{Project: strconv.FormatInt(project, 10)}
 	if task := p.Data.Task; p.Event == EventTaskDeleted && task != nil && task.ID > 0 && (task.ProjectID == 0 || task.ProjectID == project) {
@@ -932,19 +691,8 @@ const (
 	EventTaskDeleted = "task.deleted"
 )
 
-// Link implements tracker.Tracker: the task's page in Vikunja's web UI.
-func (t *Tracker) Link(ref tracker.ItemRef) string { return t.base + "/tasks/" + ref.ID }
+// Link implements tracker.Driver: the task's page in Vikunja's web UI.
+func (t *driver) Link(ref tracker.ItemRef) string { return t.base + "/tasks/" + ref.ID }
 
-// Holds implements tracker.Tracker: Vikunja's done flag holds two states,
-// so backlog, todo and started read back as todo, done and cancelled as
-// done (ADR-0036).
-func (t *Tracker) Holds(s tracker.State) tracker.State {
-	switch s {
-	case tracker.Done, tracker.Cancelled:
-		return tracker.Done
-	}
-	return tracker.Todo
-}
-
-// Project implements tracker.Tracker: the project's id, as Nudge names it.
-func (t *Tracker) Project() string { return strconv.FormatInt(t.project, 10) }
+// Project implements tracker.Driver: the project's id, as Nudge names it.
+func (t *driver) Project() string { return strconv.FormatInt(t.project, 10) }

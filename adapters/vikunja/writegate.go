@@ -3,9 +3,11 @@ package vikunja
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -69,16 +71,41 @@ func (g *WriteGates) gate(baseURL string, n int) (*writeGate, error) {
 	return w, nil
 }
 
-// enter waits for a slot; it fails, taking none, when ctx ends first,
-// with an error that says the write was never sent (tracker.NotSent): its
-// claim is released at once.
-func (w *writeGate) enter(ctx context.Context) error {
-	select {
-	case w.slot <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return tracker.NotSent(fmt.Errorf("waiting for the server's other writes: %w", ctx.Err()))
+// writeSlots is one Tracker's way through its server's write gate, the
+// trackerhttp.Gate of its requests: a write waits for a slot and holds it
+// until the server is done with it. Reads go at once: SQLite serves them
+// beside a write.
+type writeSlots struct {
+	gate *writeGate
+	// settle is how long a write given up mid-request keeps its slot after
+	// its connection closed (WithWriteSettle).
+	settle time.Duration
+}
+
+// Enter implements trackerhttp.Gate. A write that waits for a slot and
+// gives up first takes none, and says it was never sent
+// (tracker.NotSent): its claim is released at once. The slot is the
+// server's until the server is done with the write: at once when its
+// answer was read whole, or when it never reached the server; else (given
+// up mid-request, or its answer cut) settle after its connection was
+// closed, since Vikunja goes on with a request whose client left, and a
+// write sent meanwhile would meet it (vikunja.md §11).
+func (s *writeSlots) Enter(ctx context.Context, method string) (func(reached, answered bool), error) {
+	if method == http.MethodGet {
+		return func(bool, bool) {}, nil
 	}
+	select {
+	case s.gate.slot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, tracker.NotSent(fmt.Errorf("vikunja: waiting for the server's other writes: %w", context.Cause(ctx)))
+	}
+	return func(reached, answered bool) {
+		if answered || !reached {
+			s.gate.leave()
+			return
+		}
+		time.AfterFunc(s.settle, s.gate.leave)
+	}, nil
 }
 
 func (w *writeGate) leave() { <-w.slot }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -244,9 +246,51 @@ func TestAWriteThatGaveUpWaitingForTheSlotWasNeverSent(t *testing.T) {
 	})
 }
 
+// A write that never reached the server (no connection was had) frees
+// the server's slot at once: the server has nothing to settle, and the
+// next write goes without waiting.
+func TestAWriteThatNeverReachedTheServerFreesItsSlotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: time.Second, RateLimit: -1})
+		s := memnet.NewServer(e)
+		t.Cleanup(s.Close)
+		t.Cleanup(e.Close)
+		project := e.CreateProject("Lattice", "LAT")
+		rt := &failFirst{rt: s.Transport()}
+		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: source},
+			vikunja.WithTransport(rt), vikunja.WithWriteGates(vikunja.NewWriteGates()), vikunja.WithWriteSettle(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "first"}); !errors.Is(err, tracker.ErrUnavailable) {
+			t.Fatalf("the write that found no connection: %v", err)
+		}
+		if _, err := tr.Create(t.Context(), "k2", tracker.Draft{Title: "second"}); err != nil {
+			t.Fatalf("the next write: %v", err)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Fatalf("the next write took until %v, want its own second: it waited for a write that never reached the server", took)
+		}
+	})
+}
+
+// failFirst fails its first request before any connection is had.
+type failFirst struct {
+	rt     http.RoundTripper
+	failed atomic.Bool
+}
+
+func (f *failFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !f.failed.Swap(true) {
+		return nil, errors.New("no route to the server")
+	}
+	return f.rt.RoundTrip(r)
+}
+
 // lockingServer is Vikunja on SQLite whose writes each hold the database
 // for 3 s, and a Tracker of its own gates reaching it.
-func lockingServer(t *testing.T, opts ...vikunja.Option) (*vikunjaemu.Emulator, *vikunja.Tracker) {
+func lockingServer(t *testing.T, opts ...vikunja.Option) (*vikunjaemu.Emulator, *tracker.Tracker) {
 	t.Helper()
 	e := vikunjaemu.New(vikunjaemu.Options{LockingWrites: true, WriteTime: 3 * time.Second, RateLimit: -1})
 	s := memnet.NewServer(e)
