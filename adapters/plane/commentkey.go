@@ -21,8 +21,9 @@ import (
 // reads give back as the key and take off the body. A marker a person's
 // edit dropped leaves the digest as the key: still relayr's comment. An
 // external_source over 255 characters (a long tenant and workspace) files
-// under its digest too. An item's key is never a digest (plane.go,
-// validItemKey).
+// under its digest too. An item's key is never a digest: one past 255
+// characters is refused before anything is sent (Capabilities.MaxKeyChars,
+// plane.go).
 
 // maxExternalID is external_id's length in characters.
 const maxExternalID = 255

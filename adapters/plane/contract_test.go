@@ -14,15 +14,18 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/drivertest"
 	"github.com/relayr-go/relayr/core/tracker/trackertest"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
-// emulated is an adapter over a fresh emulation, served on loopback.
+// emulated is an adapter over a fresh emulation, served on loopback: the
+// portable tracker and the driver under it.
 type emulated struct {
 	emu  *planeemu.Server
 	conn *plane.Connector
-	tr   *plane.Tracker
+	tr   *tracker.Tracker
+	d    *plane.Driver
 	url  string
 }
 
@@ -39,11 +42,11 @@ func newEmulated(t *testing.T, opts planeemu.Options, cfg plane.Config) *emulate
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := conn.Connect(context.Background(), tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "acme", Workspace: "ops"})
+	d, err := conn.ConnectDriver(context.Background(), tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "acme", Workspace: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &emulated{emu: emu, conn: conn, tr: tr.(*plane.Tracker), url: srv.URL}
+	return &emulated{emu: emu, conn: conn, tr: tracker.New(d), d: d, url: srv.URL}
 }
 
 // emuPerson acts through the emulation's web-app side.
@@ -80,34 +83,77 @@ func TestContract(t *testing.T) {
 		})
 	}
 	t.Run("Plane", func(t *testing.T) {
-		env := map[string]string{}
-		for _, k := range []string{"RELAYR_PLANE_URL", "RELAYR_PLANE_KEY", "RELAYR_PLANE_WORKSPACE", "RELAYR_PLANE_PROJECT"} {
-			env[k] = os.Getenv(k)
-			if env[k] == "" {
-				t.Skipf("no live Plane: set RELAYR_PLANE_URL, RELAYR_PLANE_KEY, RELAYR_PLANE_WORKSPACE and RELAYR_PLANE_PROJECT to run the contract against one (%s is unset)", k)
-			}
-		}
-		conn, err := plane.NewConnector(plane.Config{
-			BaseURL: env["RELAYR_PLANE_URL"], Workspace: env["RELAYR_PLANE_WORKSPACE"], Project: env["RELAYR_PLANE_PROJECT"],
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLive(t)
 		trackertest.Run(t, func(t *testing.T) trackertest.Harness {
-			tr, err := conn.Connect(context.Background(), tracker.Credentials{Token: env["RELAYR_PLANE_KEY"]},
-				tracker.Source{Tenant: "relayr-contract", Workspace: "live"})
+			tr, err := l.conn.Connect(context.Background(), l.creds, l.source)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return trackertest.Harness{
-				Tracker: tr,
-				Person: livePerson{
-					base: env["RELAYR_PLANE_URL"] + "/api/v1/workspaces/" + env["RELAYR_PLANE_WORKSPACE"] + "/projects/" + env["RELAYR_PLANE_PROJECT"] + "/work-items/",
-					key:  env["RELAYR_PLANE_KEY"],
-				},
-				// A live Plane's clock passes on its own.
-				Wait: time.Sleep,
+			// A live Plane's clock passes on its own.
+			return trackertest.Harness{Tracker: tr, Person: l.person, Wait: time.Sleep}
+		})
+	})
+}
+
+// live is a Plane the environment names, for the contract and the
+// conformance suite.
+type live struct {
+	conn   *plane.Connector
+	creds  tracker.Credentials
+	source tracker.Source
+	person livePerson
+}
+
+func newLive(t *testing.T) live {
+	t.Helper()
+	env := map[string]string{}
+	for _, k := range []string{"RELAYR_PLANE_URL", "RELAYR_PLANE_KEY", "RELAYR_PLANE_WORKSPACE", "RELAYR_PLANE_PROJECT"} {
+		env[k] = os.Getenv(k)
+		if env[k] == "" {
+			t.Skipf("no live Plane: set RELAYR_PLANE_URL, RELAYR_PLANE_KEY, RELAYR_PLANE_WORKSPACE and RELAYR_PLANE_PROJECT to run the contract against one (%s is unset)", k)
+		}
+	}
+	conn, err := plane.NewConnector(plane.Config{
+		BaseURL: env["RELAYR_PLANE_URL"], Workspace: env["RELAYR_PLANE_WORKSPACE"], Project: env["RELAYR_PLANE_PROJECT"],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live{
+		conn:   conn,
+		creds:  tracker.Credentials{Token: env["RELAYR_PLANE_KEY"]},
+		source: tracker.Source{Tenant: "relayr-contract", Workspace: "live"},
+		person: livePerson{
+			base: env["RELAYR_PLANE_URL"] + "/api/v1/workspaces/" + env["RELAYR_PLANE_WORKSPACE"] + "/projects/" + env["RELAYR_PLANE_PROJECT"] + "/work-items/",
+			key:  env["RELAYR_PLANE_KEY"],
+		},
+	}
+}
+
+// TestDriver runs the drivers' conformance suite over the emulation, and a
+// live Plane when the environment names one: what the Capabilities say of
+// Plane is what it does.
+func TestDriver(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pageSize int
+	}{{"Emulation", 0}, {"EmulationPagesOfThree", 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			drivertest.Run(t, func(t *testing.T) drivertest.Harness {
+				e := newEmulated(t, planeemu.Options{}, plane.Config{PageSize: c.pageSize})
+				// Plane sends no deletion webhook: Deletion stays nil.
+				return drivertest.Harness{Driver: e.d, Person: emuPerson{e.emu}, Wait: e.emu.Advance}
+			})
+		})
+	}
+	t.Run("Plane", func(t *testing.T) {
+		l := newLive(t)
+		drivertest.Run(t, func(t *testing.T) drivertest.Harness {
+			d, err := l.conn.ConnectDriver(context.Background(), l.creds, l.source)
+			if err != nil {
+				t.Fatal(err)
 			}
+			return drivertest.Harness{Driver: d, Person: l.person, Wait: time.Sleep}
 		})
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 
 	"github.com/relayr-go/relayr/adapters/plane"
@@ -67,10 +68,28 @@ func ExampleSameDescription() {
 	// false
 }
 
-// Verify checks X-Plane-Signature over the raw body of a delivery.
-func ExampleVerify() {
+// Nudge checks X-Plane-Signature over the raw body of a delivery, and
+// names the project it is about.
+func ExampleDriver_Nudge() {
+	conn, err := plane.NewConnector(plane.Config{
+		BaseURL: "https://plane.example.com", Workspace: "relayr",
+		Project: "11111111-1111-4111-8111-111111111111", Identifier: "OPS",
+	})
+	if err != nil {
+		panic(err)
+	}
+	// With the Identifier named, connecting makes no request.
+	d, err := conn.ConnectDriver(context.Background(), tracker.Credentials{Token: "plane_api_x"}, tracker.Source{Tenant: "acme", Workspace: "ops"})
+	if err != nil {
+		panic(err)
+	}
 	body := []byte(`{"event": "issue", "action": "updated", "data": {"project": "p"}}`)
-	sig := planeemu.Sign("plane_wh_secret", body)
-	fmt.Println(plane.Verify("plane_wh_secret", sig, body), plane.Verify("other", sig, body))
-	// Output: true false
+	h := http.Header{plane.SignatureHeader: {planeemu.Sign("plane_wh_secret", body)}}
+	n, err := d.Nudge("plane_wh_secret", h, body)
+	fmt.Println(n.Project, err)
+	_, err = d.Nudge("other", h, body)
+	fmt.Println(errors.Is(err, tracker.ErrUnauthorized))
+	// Output:
+	// p <nil>
+	// true
 }

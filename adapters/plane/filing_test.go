@@ -78,7 +78,7 @@ func (f *filing) counted(t *testing.T, key, how string) int {
 
 // The request counts a whole filing on Plane is held to, through the write
 // path, once an earlier filing cached the project's states and labels:
-// Plane's create is itself the lookup (tracker.KeyGuard), so a retaken
+// Plane's create is itself the lookup (Capabilities.KeysEnforced), so a retaken
 // claim costs what a fresh one does, and only a 409 adds the external-id
 // lookup.
 func TestFilingRequestCounts(t *testing.T) {

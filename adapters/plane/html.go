@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/relayr-go/relayr/adapters/plane/planehtml"
 )
 
 // Plane stores description_html rewritten: lxml parses and re-serializes
@@ -41,7 +43,7 @@ func readDescription(h string) string {
 // SameDescription implements tracker.DescriptionComparer: set, a
 // description relayr sent, and held, one read back, are the same once both
 // are read as Plane's sanitizer leaves them (CanonicalDescription).
-func (t *Tracker) SameDescription(set, held string) bool { return SameDescription(set, held) }
+func (t *Driver) SameDescription(set, held string) bool { return SameDescription(set, held) }
 
 // SameDescription reports whether two descriptions are the same as Plane
 // holds them: equal, or with the same CanonicalDescription.
@@ -49,58 +51,15 @@ func SameDescription(a, b string) bool {
 	return a == b || CanonicalDescription(a) == CanonicalDescription(b)
 }
 
-// allowedTags is nh3's allow-list as Plane passes it: nh3.ALLOWED_TAGS
-// (ammonia's defaults) and Plane's CUSTOM_TAGS (content_validator.py:L71-79).
-var allowedTags = set("a", "abbr", "acronym", "area", "article", "aside", "b", "bdi",
-	"bdo", "blockquote", "br", "caption", "center", "cite", "code",
-	"col", "colgroup", "data", "dd", "del", "details", "dfn", "div",
-	"dl", "dt", "em", "figcaption", "figure", "footer", "h1", "h2",
-	"h3", "h4", "h5", "h6", "header", "hgroup", "hr", "i", "img",
-	"ins", "kbd", "li", "map", "mark", "nav", "ol", "p", "pre",
-	"q", "rp", "rt", "rtc", "ruby", "s", "samp", "small", "span",
-	"strike", "strong", "sub", "summary", "sup", "table", "tbody",
-	"td", "th", "thead", "time", "tr", "tt", "u", "ul", "var", "wbr",
-	"mention-component", "label", "input", "image-component")
-
-// genericAttrs and tagAttrs are ATTRIBUTES (content_validator.py:L82-156).
-var genericAttrs = set("class", "id", "title", "role", "aria-label", "aria-hidden", "style", "start", "type", "xmlns",
-	"data-tight", "data-node-type", "data-type", "data-checked", "data-background-color", "data-text-color",
-	"data-name", "data-id", "data-icon-name", "data-icon-color", "data-background", "data-emoji-unicode",
-	"data-emoji-url", "data-logo-in-use", "data-block-type")
-
-var tagAttrs = map[string]map[string]bool{
-	"a":                 set("href", "target"),
-	"image-component":   set("id", "width", "height", "aspectratio", "src", "alignment", "status"),
-	"img":               set("width", "height", "aspectratio", "alignment", "src", "alt", "title"),
-	"mention-component": set("id", "entity_identifier", "entity_name"),
-	"th":                set("colspan", "rowspan", "colwidth", "background", "style"),
-	"td":                set("colspan", "rowspan", "colwidth", "background", "textcolor", "style"),
-	"tr":                set("background", "textcolor", "style"),
-	"pre":               set("language"),
-	"code":              set("language", "spellcheck"),
-	"input":             set("type", "checked"),
-}
-
-// safeSchemes is SAFE_PROTOCOLS (content_validator.py:L159).
-var safeSchemes = set("http", "https", "mailto", "tel")
-
 // wrappers are the elements lxml wraps a fragment in (<p> around text, <div>
 // or <span> around several nodes) or closes early; without attributes
 // they compare as nothing, <p> and <div> as a break between blocks.
 var wrappers = map[string]bool{"p": true, "div": true, "span": false}
 
-func set(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
 // CanonicalDescription is a description as Plane's rewriting cannot tell
 // apart from another: parsed as HTML, comments, scripts and styles dropped,
-// tags outside nh3's allow-list unwrapped, attributes filtered to the
-// allow-list and sorted, rel dropped (nh3 sets its own), URLs unescaped,
+// tags outside nh3's allow-list (planehtml) unwrapped, attributes filtered
+// to the allow-list and sorted, rel dropped (nh3 sets its own), URLs unescaped,
 // attribute-less <p>, <div> and <span> wrappers dropped (a <p> or <div>
 // leaves a break), whitespace collapsed. Text and the structure of
 // everything else must match.
@@ -176,12 +135,12 @@ func canon(toks *[]string, n *html.Node) {
 	}
 	var attrs []string
 	for _, a := range n.Attr {
-		if a.Namespace != "" || !allowedAttr(name, a.Key) {
+		if a.Namespace != "" || !planehtml.AllowsAttr(name, a.Key) {
 			continue
 		}
 		v := a.Val
 		if a.Key == "href" || a.Key == "src" {
-			if !safeURL(v) {
+			if !planehtml.AllowsURL(v) {
 				continue
 			}
 			if u, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
@@ -192,7 +151,7 @@ func canon(toks *[]string, n *html.Node) {
 	}
 	block, isWrapper := wrappers[name]
 	switch {
-	case !allowedTags[name] || isWrapper && len(attrs) == 0:
+	case !planehtml.AllowsTag(name) || isWrapper && len(attrs) == 0:
 		if block {
 			*toks = append(*toks, "|")
 		}
@@ -212,16 +171,6 @@ func canon(toks *[]string, n *html.Node) {
 	*toks = append(*toks, "</"+name+">")
 }
 
-// safeURL is nh3's check of href and src: a relative URL, or one of
-// SAFE_PROTOCOLS.
-func safeURL(v string) bool {
-	u, err := url.Parse(strings.TrimSpace(v))
-	if err != nil {
-		return false
-	}
-	return u.Scheme == "" || safeSchemes[strings.ToLower(u.Scheme)]
-}
-
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;", `"`, "&quot;").Replace(s)
 }
@@ -234,6 +183,3 @@ func utf8First(s string) (rune, bool) {
 	}
 	return 0, false
 }
-
-// allowedAttr reports whether Plane's ATTRIBUTES keep attribute key on tag.
-func allowedAttr(tag, key string) bool { return genericAttrs[key] || tagAttrs[tag][key] }

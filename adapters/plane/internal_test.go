@@ -2,13 +2,13 @@ package plane
 
 import (
 	"errors"
-	"maps"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
@@ -26,6 +26,9 @@ func TestClassify(t *testing.T) {
 		{400, nil, `{"name": ["This field is required."]}`, tracker.ErrRefused},
 		{401, nil, `{"detail": "Authentication credentials were not provided."}`, tracker.ErrUnauthorized},
 		{403, nil, `{"detail": "Given API token is not valid"}`, tracker.ErrUnauthorized},
+		// A view's 403 past the throttle carries the allowed answer's
+		// X-RateLimit-Remaining: still the key's rights, not the limit.
+		{403, http.Header{"X-Ratelimit-Remaining": {"0"}}, `{"detail": "You do not have permission to perform this action."}`, tracker.ErrUnauthorized},
 		{404, nil, `{"error": "Page not found."}`, tracker.ErrNotFound},
 		{405, nil, `{"detail": "Method \"PUT\" not allowed."}`, tracker.ErrRefused},
 		{409, nil, `{"error": "…", "id": "x"}`, tracker.ErrRefused},
@@ -40,7 +43,7 @@ func TestClassify(t *testing.T) {
 		if h == nil {
 			h = http.Header{}
 		}
-		err := classify(answer{status: c.status, header: h, body: []byte(c.body)})
+		err := mapped(c.status, h, c.body)
 		if c.want == nil {
 			if err != nil {
 				t.Errorf("%d: %v", c.status, err)
@@ -55,25 +58,16 @@ func TestClassify(t *testing.T) {
 		}
 	}
 	var rl *tracker.RateLimitedError
-	if err := classify(answer{status: 429, header: http.Header{"Retry-After": {"7"}}}); !errors.As(err, &rl) || rl.RetryAfter != 7*time.Second {
+	if err := mapped(429, http.Header{"Retry-After": {"7"}}, ""); !errors.As(err, &rl) || rl.RetryAfter != 7*time.Second {
 		t.Fatalf("429: %v", err)
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"":                              time.Minute,
-		"0":                             0,
-		"30":                            30 * time.Second,
-		"-4":                            0,
-		"soon":                          time.Minute,
-		"99999999":                      24 * time.Hour,
-		"Wed, 21 Oct 2015 07:28:00 GMT": 0,
-	} {
-		if got := retryAfter(in); got != want {
-			t.Errorf("retryAfter(%q) = %s, want %s", in, got, want)
-		}
-	}
+// mapped is the error an answer of status maps to for Plane: trackerhttp's
+// default mapping under Plane's classify.
+func mapped(status int, h http.Header, body string) error {
+	a := trackerhttp.Answer{Status: status, Header: h, Body: []byte(body)}
+	return classify(a, trackerhttp.Classify(a, rateWindow, time.Now()))
 }
 
 func TestWindowOverlapsAndProgresses(t *testing.T) {
@@ -136,7 +130,7 @@ func FuzzDecode(f *testing.F) {
 		w, err := decodeItem(b)
 		check(err)
 		if err == nil {
-			tr := &Tracker{ident: "OPS", source: "lattice:t/w", cat: &catalog{loaded: true}}
+			tr := &Driver{ident: "OPS", source: "lattice:t/w", cat: &catalog{loaded: true}}
 			tr.cfg.WebURL, tr.cfg.Workspace = "https://x", "w"
 			// Nothing unknown is asked of the server: every state is known
 			// and no label is.
@@ -160,7 +154,7 @@ func FuzzDecode(f *testing.F) {
 		_, err = decodeEnvelope(b)
 		check(err)
 		if c, err := decodeComment(b); err == nil {
-			(&Tracker{source: "s"}).toComment(c, "i")
+			(&Driver{source: "s"}).toComment(c, "i")
 		} else {
 			check(err)
 		}
@@ -170,7 +164,6 @@ func FuzzDecode(f *testing.F) {
 		if d := string(b); !SameDescription(d, d) {
 			t.Fatalf("a description is not the same as itself: %q", d)
 		}
-		_ = detail(b)
 	})
 }
 
@@ -181,37 +174,29 @@ func FuzzNudge(f *testing.F) {
 	f.Add("", "00", []byte(`{}`))
 	f.Add("k", "zz", []byte(`{"event": "project", "data": {"id": 1}}`))
 	f.Fuzz(func(t *testing.T, secret, sig string, body []byte) {
-		h := http.Header{}
-		h.Set(SignatureHeader, sig)
-		if _, err := nudge(secret, h, body); err != nil && !errors.Is(err, tracker.ErrUnauthorized) && !errors.Is(err, tracker.ErrRefused) {
+		d := &Driver{}
+		nudge := func(secret, sig string, body []byte) error {
+			_, err := d.Nudge(secret, http.Header{SignatureHeader: {sig}}, body)
+			return err
+		}
+		if err := nudge(secret, sig, body); err != nil && !errors.Is(err, tracker.ErrUnauthorized) && !errors.Is(err, tracker.ErrRefused) {
 			t.Fatalf("untyped error %v", err)
 		}
 		if secret == "" {
+			if err := nudge(secret, sig, body); !errors.Is(err, tracker.ErrUnauthorized) {
+				t.Fatalf("an empty secret verified: %v", err)
+			}
 			return
 		}
-		good := sign(secret, body)
-		h.Set(SignatureHeader, good)
-		if _, err := nudge(secret, h, body); errors.Is(err, tracker.ErrUnauthorized) {
+		good := planeemu.Sign(secret, body)
+		if err := nudge(secret, good, body); errors.Is(err, tracker.ErrUnauthorized) {
 			t.Fatal("a body did not verify under its own signature")
 		}
-		if Verify(secret+"x", good, body) {
+		if err := nudge(secret+"x", good, body); !errors.Is(err, tracker.ErrUnauthorized) {
 			t.Fatal("another secret verified")
 		}
-		if Verify(secret, good, append(append([]byte{}, body...), ' ')) {
+		if err := nudge(secret, good, append(append([]byte{}, body...), ' ')); !errors.Is(err, tracker.ErrUnauthorized) {
 			t.Fatal("a tampered body verified")
 		}
 	})
-}
-
-// The adapter's copy of Plane's sanitizer allow-list is the emulation's:
-// the adapter may not import the emulation, so the two are held alike
-// here.
-func TestTheAllowListIsTheEmulations(t *testing.T) {
-	tags, generic, perTag := planeemu.AllowList()
-	if !maps.Equal(tags, allowedTags) || !maps.Equal(generic, genericAttrs) {
-		t.Fatal("the adapter's allowed tags or generic attributes differ from the emulation's")
-	}
-	if !maps.EqualFunc(perTag, tagAttrs, func(a, b map[string]bool) bool { return maps.Equal(a, b) }) {
-		t.Fatal("the adapter's per-tag attributes differ from the emulation's")
-	}
 }

@@ -1,5 +1,5 @@
-// Package plane is relayr's Tracker for Plane's public REST API (/api/v1/),
-// on plain net/http.
+// Package plane is relayr's driver for Plane's public REST API (/api/v1/),
+// under the portable tracker.Tracker, on core's trackerhttp.
 //
 // Items are filed with external_source = the workspace's Source
 // ("lattice:<tenant>/<workspace>", its digest past Plane's 255 characters:
@@ -11,10 +11,14 @@
 // refreshed on a miss; missing labels are created. All five of the port's
 // states are held (backlog, todo as unstarted, started, done as completed,
 // cancelled). Items walks order_by=-updated_at down to the cursor, guarding
-// against Plane's offset pages shifting under the walk. Every failure is one
-// of the port's typed errors; no answer, however malformed, makes it panic.
-// Each phase of a request (connect, write, wait for the answer, read it) has
-// its own timeout, 10 s by default.
+// against Plane's offset pages shifting under the walk. No answer, however
+// malformed, makes it panic.
+//
+// The driver maps Plane's wire and its quirks and nothing else: the
+// portable tracker checks every input against the Capabilities declared
+// here and honours the context, and trackerhttp times each phase of a
+// request (10 s by default), caps answers and maps statuses onto the
+// port's errors.
 //
 // The behaviours relied on are those of Plane v1.3.1's source, as the fact
 // sheet docs/trackers/plane.md records them with their source files.
@@ -34,9 +38,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
 // Kind is the integration's key without its prefix (tracker:plane).
@@ -45,7 +49,7 @@ const Kind = "plane"
 // Defaults of Config.
 const (
 	// DefaultTimeout bounds each phase of a request (ADR-0033).
-	DefaultTimeout = 10 * time.Second
+	DefaultTimeout = trackerhttp.DefaultTimeout
 	// DefaultMaxResponseBytes bounds an answer read into memory: a full page
 	// of 1000 items with long descriptions fits well inside it.
 	DefaultMaxResponseBytes = 32 << 20
@@ -70,9 +74,9 @@ type Config struct {
 	// Namespace is the Source namespace used when a Source names none;
 	// default tracker.DefaultNamespace ("lattice").
 	Namespace string
-	// Client sends the requests; default a client on a clone of
-	// http.DefaultTransport. Its Timeout, if any, still applies; redirects
-	// are never followed (a redirected write loses its body).
+	// Client sends the requests; default one on http.DefaultTransport. Its
+	// Timeout, if any, still applies; redirects are never followed (a
+	// redirected write loses its body).
 	Client *http.Client
 	// Timeout bounds each phase of a request; default DefaultTimeout.
 	Timeout time.Duration
@@ -82,12 +86,11 @@ type Config struct {
 	PageSize int
 }
 
-// Connector makes a Tracker per workspace for one Plane project, sharing the
-// project's states and labels among them.
+// Connector makes a Tracker (over a Driver) per workspace for one Plane
+// project, sharing the project's states and labels among them.
 type Connector struct {
-	cfg  Config
-	http *http.Client
-	cat  *catalog
+	cfg Config
+	cat *catalog
 	// size is the page size walks start from, shrunk by a page that
 	// failed for its size.
 	size atomic.Int64
@@ -118,23 +121,13 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = tracker.DefaultNamespace
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
 	if cfg.MaxResponseBytes <= 0 {
 		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if cfg.PageSize <= 0 || cfg.PageSize > DefaultPageSize {
 		cfg.PageSize = DefaultPageSize
 	}
-	var hc http.Client
-	if cfg.Client != nil {
-		hc = *cfg.Client
-	} else {
-		hc.Transport = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c := &Connector{cfg: cfg, http: &hc, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}
+	c := &Connector{cfg: cfg, cat: &catalog{}, ident: strings.ToUpper(cfg.Identifier)}
 	c.size.Store(int64(cfg.PageSize))
 	return c, nil
 }
@@ -142,14 +135,20 @@ func NewConnector(cfg Config) (*Connector, error) {
 // Kind implements tracker.Connector.
 func (c *Connector) Kind() string { return Kind }
 
-// Connect makes the Tracker filing for source with the tenant's key. It
-// makes one request, to read the project's identifier, unless Config named
-// it or an earlier Connect read it.
-func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (tracker.Tracker, error) {
-	return c.connect(ctx, creds, source)
+// Connect implements tracker.Connector: the portable tracker over the
+// Driver ConnectDriver makes.
+func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*tracker.Tracker, error) {
+	d, err := c.ConnectDriver(ctx, creds, source)
+	if err != nil {
+		return nil, err
+	}
+	return tracker.New(d), nil
 }
 
-func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Tracker, error) {
+// ConnectDriver makes the Driver filing for source with the tenant's key.
+// It makes one request, to read the project's identifier, unless Config
+// named it or an earlier Connect read it.
+func (c *Connector) ConnectDriver(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Driver, error) {
 	if source.Tenant == "" || source.Workspace == "" {
 		return nil, &tracker.InvalidError{Field: "source", Reason: "names no tenant or workspace"}
 	}
@@ -159,36 +158,32 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 	if creds.Token == "" {
 		return nil, fmt.Errorf("plane: no API key: %w", tracker.ErrUnauthorized)
 	}
-	t := &Tracker{
-		cfg: c.cfg,
-		cl: &client{
-			http: c.http, base: c.cfg.BaseURL + "/api/v1/", key: creds.Token,
-			timeout: c.cfg.Timeout, limit: c.cfg.MaxResponseBytes,
-		},
-		cat:    c.cat,
-		size:   &c.size,
-		source: externalID(source.String()),
+	hc, err := trackerhttp.New(trackerhttp.Config{
+		Name: Kind, BaseURL: c.cfg.BaseURL + "/api/v1/", AuthHeader: "X-Api-Key", AuthValue: creds.Token,
+		Client: c.cfg.Client, Timeout: c.cfg.Timeout, MaxResponse: c.cfg.MaxResponseBytes,
+		RateWait: rateWindow, Classify: classify,
+	})
+	if err != nil {
+		return nil, err
 	}
+	t := &Driver{cfg: c.cfg, http: hc, cat: c.cat, size: &c.size, source: externalID(source.String())}
 	c.mu.Lock()
 	ident := c.ident
 	c.mu.Unlock()
 	if ident == "" {
-		a, err := t.cl.do(ctx, http.MethodGet, t.projectPath(""), nil)
-		if err != nil {
-			return nil, err
+		a, err := t.get(ctx, t.projectPath(""), nil)
+		if errors.Is(err, tracker.ErrNotFound) {
+			// An unknown project reads as 404, where everything else
+			// of it is a 403 (api/views/project.py:L373-380).
+			return nil, fmt.Errorf("plane: no project %s in workspace %s: %w", c.cfg.Project, c.cfg.Workspace, err)
 		}
-		if err := classify(a); err != nil {
-			if errors.Is(err, tracker.ErrNotFound) {
-				// An unknown project reads as 404, where everything
-				// else of it is a 403 (api/views/project.py:L373-380).
-				return nil, fmt.Errorf("plane: no project %s in workspace %s: %w", c.cfg.Project, c.cfg.Workspace, err)
-			}
+		if err != nil {
 			return nil, err
 		}
 		var p struct {
 			Identifier string `json:"identifier"`
 		}
-		if err := json.Unmarshal(a.body, &p); err != nil || p.Identifier == "" {
+		if err := json.Unmarshal(a.Body, &p); err != nil || p.Identifier == "" {
 			return nil, garbled("project", err)
 		}
 		ident = strings.ToUpper(p.Identifier)
@@ -200,11 +195,12 @@ func (c *Connector) connect(ctx context.Context, creds tracker.Credentials, sour
 	return t, nil
 }
 
-// Tracker is one workspace's view of a Plane project. It is safe for
-// concurrent use.
-type Tracker struct {
+// Driver is one workspace's view of a Plane project, the tracker.Driver
+// under the portable tracker Connect answers. It is safe for concurrent
+// use.
+type Driver struct {
 	cfg    Config
-	cl     *client
+	http   *trackerhttp.Client
 	cat    *catalog
 	size   *atomic.Int64
 	source string
@@ -212,37 +208,57 @@ type Tracker struct {
 }
 
 var (
-	_ tracker.Tracker             = (*Tracker)(nil)
-	_ tracker.DescriptionComparer = (*Tracker)(nil)
-	_ tracker.KeyGuard            = (*Tracker)(nil)
+	_ tracker.Driver              = (*Driver)(nil)
+	_ tracker.DescriptionComparer = (*Driver)(nil)
 )
 
 // uuidRe is the shape of Plane's ids (Django's <uuid:…> converter).
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-func (t *Tracker) projectPath(rest string) string {
+// Capabilities implements tracker.Driver: what Plane does, in one place.
+func (t *Driver) Capabilities() tracker.Capabilities {
+	return tracker.Capabilities{
+		Name: Kind,
+		// Plane answers a second work item with the same external_id and
+		// external_source with 409 and the existing id, archived items
+		// included (api/views/issue.py:L441-463), so a create is itself
+		// the lookup (ADR-0033's departures).
+		KeysEnforced: true,
+		// An item's key is its external_id, a CharField of 255
+		// characters: a longer one would be refused for good, and a
+		// digest read back would not find its claim in the ledger while
+		// the filing is unrecorded. DRF trims it, which the port's rule
+		// on a key's spaces covers; Plane's JSON keeps every other
+		// character as sent.
+		MaxKeyChars: maxExternalID,
+		// Plane's five state groups hold every state of the port
+		// (db/models/state.py:L14-20).
+		States: nil,
+		// Plane sends no webhook when a work item is deleted (ADR-0036):
+		// the sweep finds its deletions.
+		NudgesDeletions: false,
+		// Plane's API sends no ETag or Last-Modified and answers no 304.
+		ConditionalReads: false,
+		MaxPage:          t.cfg.PageSize,
+		// Plane keeps microseconds (§10).
+		TimePrecision: time.Microsecond,
+		ValidID:       uuidRe.MatchString,
+	}
+}
+
+func (t *Driver) projectPath(rest string) string {
 	return "workspaces/" + url.PathEscape(t.cfg.Workspace) + "/projects/" + t.cfg.Project + "/" + rest
 }
 
-// Project implements tracker.Tracker: the project's id, as Nudge names it.
-func (t *Tracker) Project() string { return t.cfg.Project }
+// Project implements tracker.Driver: the project's id, as Nudge names it.
+func (t *Driver) Project() string { return t.cfg.Project }
 
-// Source is the external_source this tracker files under.
-func (t *Tracker) Source() string { return t.source }
+// Source is the external_source this driver files under.
+func (t *Driver) Source() string { return t.source }
 
-// Holds implements tracker.Tracker: Plane's five state groups hold every
-// state of the port.
-func (t *Tracker) Holds(s tracker.State) tracker.State { return s }
-
-// GuardsKeys implements tracker.KeyGuard: Plane answers a second work item
-// with the same external_id and external_source with 409 and the existing
-// id, archived items included (api/views/issue.py), so a create is itself
-// the lookup (ADR-0033's departures).
-func (t *Tracker) GuardsKeys() bool { return true }
-
-// Link implements tracker.Tracker: <web>/<workspace>/browse/<IDENT>-<seq>/
+// Link implements tracker.Driver: <web>/<workspace>/browse/<IDENT>-<seq>/
 // (packages/utils/src/work-item/base.ts:L315-337).
-func (t *Tracker) Link(ref tracker.ItemRef) string {
+func (t *Driver) Link(ref tracker.ItemRef) string {
 	name := ref.Name
 	if name == "" {
 		name = fmt.Sprintf("%s-%d", t.ident, ref.Number)
@@ -269,42 +285,27 @@ func stateOfGroup(g string) tracker.State {
 	return ""
 }
 
-// Find implements tracker.Tracker with the external-id lookup, which answers
+// Find implements tracker.Driver with the external-id lookup, which answers
 // a bare object and finds archived items (api/views/issue.py:L312-325).
-func (t *Tracker) Find(ctx context.Context, key string) (tracker.Item, error) {
-	if err := validItemKey(key); err != nil {
-		return tracker.Item{}, err
-	}
+func (t *Driver) Find(ctx context.Context, key string) (tracker.Item, error) {
 	q := url.Values{"external_id": {key}, "external_source": {t.source}, "fields": {itemFields}}
-	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/")+"?"+q.Encode(), nil)
+	a, err := t.get(ctx, t.projectPath("work-items/"), q)
+	if a.Status == http.StatusInternalServerError {
+		// Two items under one key make the lookup a 500
+		// (MultipleObjectsReturned); it stays a 500 however often asked.
+		return tracker.Item{}, fmt.Errorf("plane: the lookup of key %s failed (two items under one key?): %w", tracker.Quote(key), err)
+	}
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	if err := classify(a); err != nil {
-		if a.status == http.StatusInternalServerError {
-			// Two items under one key make the lookup a 500
-			// (MultipleObjectsReturned); it stays a 500 however often asked.
-			return tracker.Item{}, fmt.Errorf("plane: the lookup of key %q failed (two items under one key?): %w", key, err)
-		}
-		return tracker.Item{}, err
-	}
-	return t.item(ctx, a.body)
+	return t.item(ctx, a.Body)
 }
 
-// Create implements tracker.Tracker. A 409 is Plane's duplicate check
+// Create implements tracker.Driver. A 409 is Plane's duplicate check
 // (api/views/issue.py:L441-463) and names the existing item, archived ones
 // included: it answers *tracker.ExistsError with that id, for the write path
 // to read.
-func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
-	if err := validItemKey(key); err != nil {
-		return tracker.Item{}, err
-	}
-	if err := tracker.ValidateDraft(d); err != nil {
-		return tracker.Item{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tracker.Item{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
-	}
+func (t *Driver) Create(ctx context.Context, key string, d tracker.Draft) (tracker.Item, error) {
 	for attempt := 0; ; attempt++ {
 		body := map[string]any{
 			"name":             d.Title,
@@ -326,35 +327,31 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 			}
 			body["labels"] = ids
 		}
-		a, err := t.cl.do(ctx, http.MethodPost, t.projectPath("work-items/"), body)
-		if err != nil {
-			return tracker.Item{}, err
-		}
-		if a.status == http.StatusConflict {
+		a, err := t.send(ctx, http.MethodPost, t.projectPath("work-items/"), body)
+		switch {
+		case a.Status == http.StatusConflict:
 			var c struct {
 				ID string `json:"id"`
 			}
-			_ = json.Unmarshal(a.body, &c)
+			_ = json.Unmarshal(a.Body, &c)
 			return tracker.Item{}, &tracker.ExistsError{ID: c.ID}
-		}
-		if attempt == 0 && staleIDs(a) {
+		case attempt == 0 && staleIDs(a):
 			continue
-		}
-		if err := classify(a); err != nil {
+		case err != nil:
 			return tracker.Item{}, err
 		}
-		return t.landedItem(ctx, a.body)
+		return t.landedItem(ctx, a.Body)
 	}
 }
 
 // staleIDs reports a 400 over a state or label id: one deleted since it was
 // cached. The write is tried once more with the catalog read again.
-func staleIDs(a answer) bool {
-	if a.status != http.StatusBadRequest {
+func staleIDs(a trackerhttp.Answer) bool {
+	if a.Status != http.StatusBadRequest {
 		return false
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(a.body, &m) != nil {
+	if json.Unmarshal(a.Body, &m) != nil {
 		return false
 	}
 	_, state := m["state"]
@@ -362,37 +359,19 @@ func staleIDs(a answer) bool {
 	return state || labels
 }
 
-// Item implements tracker.Tracker. Plane answers 404 for an archived item
+// Item implements tracker.Driver. Plane answers 404 for an archived item
 // as for a deleted one (§3.4).
-func (t *Tracker) Item(ctx context.Context, id string) (tracker.Item, error) {
-	if !uuidRe.MatchString(id) {
-		if err := ctx.Err(); err != nil {
-			return tracker.Item{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
-		}
-		return tracker.Item{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
-	}
-	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields="+itemFields, nil)
+func (t *Driver) Item(ctx context.Context, id string) (tracker.Item, error) {
+	a, err := t.get(ctx, t.projectPath("work-items/"+id+"/"), url.Values{"fields": {itemFields}})
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	if err := classify(a); err != nil {
-		return tracker.Item{}, err
-	}
-	return t.item(ctx, a.body)
+	return t.item(ctx, a.Body)
 }
 
-// Update implements tracker.Tracker as one PATCH of the fields the patch
+// Update implements tracker.Driver as one PATCH of the fields the patch
 // names; labels replace the whole set (§3.6).
-func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
-	if err := tracker.ValidatePatch(p); err != nil {
-		return tracker.Item{}, err
-	}
-	if p.Empty() {
-		return t.Item(ctx, id)
-	}
-	if !uuidRe.MatchString(id) {
-		return t.Item(ctx, id)
-	}
+func (t *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
 	for attempt := 0; ; attempt++ {
 		body := map[string]any{}
 		if p.Title != nil {
@@ -415,36 +394,33 @@ func (t *Tracker) Update(ctx context.Context, id string, p tracker.Patch) (track
 			}
 			body["labels"] = ids
 		}
-		a, err := t.cl.do(ctx, http.MethodPatch, t.projectPath("work-items/"+id+"/"), body)
-		if err != nil {
-			return tracker.Item{}, err
-		}
+		a, err := t.send(ctx, http.MethodPatch, t.projectPath("work-items/"+id+"/"), body)
 		if attempt == 0 && staleIDs(a) {
 			continue
 		}
-		if err := classify(a); err != nil {
+		if err != nil {
 			return tracker.Item{}, err
 		}
-		return t.landedItem(ctx, a.body)
+		return t.landedItem(ctx, a.Body)
 	}
 }
 
-// item maps a work item object onto the port's Item.
 // landedItem reads the answer of a write that landed. Reading it may ask
-// Plane for the project's states; a failure then is ErrUnavailable and
-// nothing more, its cause kept as text only: a cause that matches
-// ErrRateLimited or ErrNotFound says the write certainly wasn't taken, and
-// relayr would release the claim of an item that exists (and publish it as
-// a person's) or put back the values recorded for an edit that landed.
-func (t *Tracker) landedItem(ctx context.Context, b []byte) (tracker.Item, error) {
+// Plane for the project's states; a failure then is trackerhttp.Landed's,
+// ErrUnavailable and nothing more: a cause that matches ErrRateLimited or
+// ErrNotFound says the write certainly wasn't taken, and relayr would
+// release the claim of an item that exists (and publish it as a person's)
+// or put back the values recorded for an edit that landed.
+func (t *Driver) landedItem(ctx context.Context, b []byte) (tracker.Item, error) {
 	it, err := t.item(ctx, b)
 	if err != nil {
-		return tracker.Item{}, fmt.Errorf("plane: %w: the write landed, then reading its answer failed: %s", tracker.ErrUnavailable, err.Error())
+		return tracker.Item{}, trackerhttp.Landed(Kind, "the write", "reading its answer", err)
 	}
 	return it, nil
 }
 
-func (t *Tracker) item(ctx context.Context, b []byte) (tracker.Item, error) {
+// item maps a work item object onto the port's Item.
+func (t *Driver) item(ctx context.Context, b []byte) (tracker.Item, error) {
 	w, err := decodeItem(b)
 	if err != nil {
 		return tracker.Item{}, err
@@ -452,7 +428,7 @@ func (t *Tracker) item(ctx context.Context, b []byte) (tracker.Item, error) {
 	return t.toItem(ctx, w)
 }
 
-func (t *Tracker) toItem(ctx context.Context, w wireItem) (tracker.Item, error) {
+func (t *Driver) toItem(ctx context.Context, w wireItem) (tracker.Item, error) {
 	updated, _ := parseTime(*w.UpdatedAt) // checked by decodeItem
 	it := tracker.Item{UpdatedAt: updated, UpdatedBy: str(w.UpdatedBy)}
 	it.Ref.ID = w.ID
@@ -493,76 +469,51 @@ func (t *Tracker) toItem(ctx context.Context, w wireItem) (tracker.Item, error) 
 	return it, nil
 }
 
-// Comment implements tracker.Tracker: the key is the comment's external_id
-// under this tracker's source. Plane's 409 is project-wide and checked before
+// Comment implements tracker.Driver: the key is the comment's external_id
+// under this driver's source. Plane's 409 is project-wide and checked before
 // anything else (§6); it answers the comment already posted under the key.
-func (t *Tracker) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
-	if key != "" {
-		if err := tracker.ValidateKeyKept(key, ""); err != nil {
-			return tracker.Comment{}, err
-		}
-	}
-	if !uuidRe.MatchString(id) {
-		return tracker.Comment{}, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
-	}
+func (t *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
 	// Plane makes a comment on a deleted item, whose row stays until the
 	// hard delete (api/views/issue.py:L1446-1448): the item is read
 	// first, and one that is gone (deleted, or archived, where Plane's web
 	// app takes no comment either) is NotFound.
-	live, err := t.cl.do(ctx, http.MethodGet, t.projectPath("work-items/"+id+"/")+"?fields=id", nil)
-	if err != nil {
-		return tracker.Comment{}, err
-	}
-	if err := classify(live); err != nil {
+	if _, err := t.get(ctx, t.projectPath("work-items/"+id+"/"), url.Values{"fields": {"id"}}); err != nil {
 		if errors.Is(err, tracker.ErrNotFound) {
 			return tracker.Comment{}, fmt.Errorf("plane: work item %s is deleted or archived: %w", id, tracker.ErrNotFound)
 		}
 		return tracker.Comment{}, err
 	}
-	req := map[string]any{"comment_html": body}
-	if key != "" {
-		req["external_id"] = externalID(key)
-		req["external_source"] = t.source
-		req["comment_html"] = markedBody(key, body)
-	}
+	req := map[string]any{"comment_html": markedBody(key, body), "external_id": externalID(key), "external_source": t.source}
 	path := t.projectPath("work-items/" + id + "/comments/")
-	a, err := t.cl.do(ctx, http.MethodPost, path, req)
-	if err != nil {
-		return tracker.Comment{}, err
-	}
-	if a.status == http.StatusConflict {
+	a, err := t.send(ctx, http.MethodPost, path, req)
+	if a.Status == http.StatusConflict {
 		var c struct {
 			ID string `json:"id"`
 		}
-		_ = json.Unmarshal(a.body, &c)
+		_ = json.Unmarshal(a.Body, &c)
 		if !uuidRe.MatchString(c.ID) {
 			return tracker.Comment{}, &tracker.ExistsError{ID: c.ID}
 		}
-		got, err := t.cl.do(ctx, http.MethodGet, path+c.ID+"/", nil)
-		if err != nil {
-			return tracker.Comment{}, err
-		}
-		if got.status == http.StatusNotFound {
+		if a, err = t.get(ctx, path+c.ID+"/", nil); a.Status == http.StatusNotFound {
 			// Posted under the key on another item of the project.
 			return tracker.Comment{}, &tracker.ExistsError{ID: c.ID}
 		}
-		a = got
 	}
-	if a.status == http.StatusBadRequest && strings.Contains(string(a.body), "The payload is not valid") {
+	if a.Status == http.StatusBadRequest && strings.Contains(string(a.Body), "The payload is not valid") {
 		// Plane doesn't check the item first; the foreign key fails (§6).
-		return tracker.Comment{}, fmt.Errorf("plane: comment on %s: %s: %w", id, detail(a.body), tracker.ErrNotFound)
+		return tracker.Comment{}, fmt.Errorf("plane: comment on %s: %s: %w", id, trackerhttp.Detail(a.Body), tracker.ErrNotFound)
 	}
-	if err := classify(a); err != nil {
+	if err != nil {
 		return tracker.Comment{}, err
 	}
-	w, err := decodeComment(a.body)
+	w, err := decodeComment(a.Body)
 	if err != nil {
 		return tracker.Comment{}, err
 	}
 	return t.toComment(w, id), nil
 }
 
-func (t *Tracker) toComment(w wireComment, itemID string) tracker.Comment {
+func (t *Driver) toComment(w wireComment, itemID string) tracker.Comment {
 	created, _ := parseTime(*w.CreatedAt) // checked by decodeComment
 	c := tracker.Comment{ID: w.ID, ItemID: str(w.Issue), CreatedAt: created}
 	if c.ItemID == "" {
@@ -580,16 +531,10 @@ func (t *Tracker) toComment(w wireComment, itemID string) tracker.Comment {
 	return c
 }
 
-// Comments implements tracker.Tracker. Plane lists comments newest first
+// Comments implements tracker.Driver. Plane lists comments newest first
 // whatever order_by says (§6), so the walk stops at the first page reaching
 // past since; the answer is oldest first.
-func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
-	if !uuidRe.MatchString(id) {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("plane: %q is not a work item id: %w", id, tracker.ErrNotFound)
-	}
+func (t *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
 	rows, err := t.walkNewestFirst(ctx, t.projectPath("work-items/"+id+"/comments/"), "", "", since, commentRow, false)
 	if err != nil {
 		return nil, err
@@ -615,7 +560,7 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 }
 
 // catalog caches a project's states and labels by name and id. It is
-// shared by every Tracker of a Connector and read again on a miss.
+// shared by every Driver of a Connector and read again on a miss.
 type catalog struct {
 	mu     sync.Mutex
 	states []wireState
@@ -638,17 +583,14 @@ type wireLabel struct {
 }
 
 // list reads every page of a list endpoint.
-func (t *Tracker) list(ctx context.Context, path string) ([]json.RawMessage, error) {
+func (t *Driver) list(ctx context.Context, path string) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for page := 0; ; page++ {
-		a, err := t.cl.do(ctx, http.MethodGet, fmt.Sprintf("%s?per_page=%d&cursor=%d:%d:0", path, t.cfg.PageSize, t.cfg.PageSize, page), nil)
+		a, err := t.get(ctx, path, pageQuery(t.cfg.PageSize, page))
 		if err != nil {
 			return nil, err
 		}
-		if err := classify(a); err != nil {
-			return nil, err
-		}
-		env, err := decodeEnvelope(a.body)
+		env, err := decodeEnvelope(a.Body)
 		if err != nil {
 			return nil, err
 		}
@@ -659,7 +601,7 @@ func (t *Tracker) list(ctx context.Context, path string) ([]json.RawMessage, err
 	}
 }
 
-func (t *Tracker) loadStates(ctx context.Context) error {
+func (t *Driver) loadStates(ctx context.Context) error {
 	raw, err := t.list(ctx, t.projectPath("states/"))
 	if err != nil {
 		return err
@@ -678,7 +620,7 @@ func (t *Tracker) loadStates(ctx context.Context) error {
 	return nil
 }
 
-func (t *Tracker) loadLabels(ctx context.Context) error {
+func (t *Driver) loadLabels(ctx context.Context) error {
 	raw, err := t.list(ctx, t.projectPath("labels/"))
 	if err != nil {
 		return err
@@ -719,7 +661,7 @@ func pickState(states []wireState, group string) string {
 	return best.ID
 }
 
-func (t *Tracker) stateID(ctx context.Context, s tracker.State, refresh bool) (string, error) {
+func (t *Driver) stateID(ctx context.Context, s tracker.State, refresh bool) (string, error) {
 	group := groups[s]
 	t.cat.mu.Lock()
 	id, loaded := pickState(t.cat.states, group), t.cat.loaded
@@ -741,7 +683,7 @@ func (t *Tracker) stateID(ctx context.Context, s tracker.State, refresh bool) (s
 	return id, nil
 }
 
-func (t *Tracker) groupOf(ctx context.Context, id string) (string, error) {
+func (t *Driver) groupOf(ctx context.Context, id string) (string, error) {
 	find := func() (string, bool) {
 		t.cat.mu.Lock()
 		defer t.cat.mu.Unlock()
@@ -764,7 +706,7 @@ func (t *Tracker) groupOf(ctx context.Context, id string) (string, error) {
 
 // labelIDs resolves names to ids, reading the labels again on a miss and
 // creating the ones still missing (a 409 on a name names the label, §5).
-func (t *Tracker) labelIDs(ctx context.Context, names []string, refresh bool) ([]string, error) {
+func (t *Driver) labelIDs(ctx context.Context, names []string, refresh bool) ([]string, error) {
 	// Plane trims a label's name (DRF's CharField), so "x " is held as
 	// "x": looked up or created untrimmed, it would never be found, and
 	// its create's 409 lookup fails with a 500 (api/views/issue.py:L923-935).
@@ -795,9 +737,6 @@ func (t *Tracker) labelIDs(ctx context.Context, names []string, refresh bool) ([
 	}
 	if _, missing = lookup(); len(missing) > 0 {
 		for _, n := range missing {
-			if strings.TrimSpace(n) == "" {
-				return nil, &tracker.InvalidError{Field: "labels", Reason: "holds an empty name"}
-			}
 			if _, err := t.createLabel(ctx, n); err != nil {
 				return nil, err
 			}
@@ -810,18 +749,13 @@ func (t *Tracker) labelIDs(ctx context.Context, names []string, refresh bool) ([
 	return ids, nil
 }
 
-func (t *Tracker) createLabel(ctx context.Context, name string) (string, error) {
-	a, err := t.cl.do(ctx, http.MethodPost, t.projectPath("labels/"), map[string]any{"name": name})
-	if err != nil {
+func (t *Driver) createLabel(ctx context.Context, name string) (string, error) {
+	a, err := t.send(ctx, http.MethodPost, t.projectPath("labels/"), map[string]any{"name": name})
+	if err != nil && a.Status != http.StatusConflict {
 		return "", err
 	}
-	if a.status != http.StatusConflict {
-		if err := classify(a); err != nil {
-			return "", err
-		}
-	}
 	var l wireLabel
-	if err := json.Unmarshal(a.body, &l); err != nil || l.ID == "" {
+	if err := json.Unmarshal(a.Body, &l); err != nil || l.ID == "" {
 		return "", garbled("label", err)
 	}
 	t.cat.mu.Lock()
@@ -836,7 +770,7 @@ func (t *Tracker) createLabel(ctx context.Context, name string) (string, error) 
 // labelNames maps ids to names, sorted; an id still unknown after the labels
 // are read again is left out (a label of another project, which Plane drops
 // itself).
-func (t *Tracker) labelNames(ctx context.Context, ids []string) ([]string, error) {
+func (t *Driver) labelNames(ctx context.Context, ids []string) ([]string, error) {
 	resolve := func() ([]string, bool) {
 		t.cat.mu.Lock()
 		defer t.cat.mu.Unlock()
@@ -874,18 +808,3 @@ func uniq(ss []string) []string {
 
 // errBadPage is a Query.Page this adapter never made.
 var errBadPage = errors.New("not a page token of this tracker")
-
-// validItemKey checks an item's key as Plane keeps it: its external_id, a
-// CharField of 255 characters that DRF trims. A longer key is refused
-// before anything is sent (Plane's 400 would refuse it for good); an
-// item's key is its only handle in Plane, and a digest read back would not
-// find its claim in the ledger while the filing is unrecorded.
-func validItemKey(key string) error {
-	if err := tracker.ValidateKeyKept(key, ""); err != nil {
-		return err
-	}
-	if n := utf8.RuneCountInString(key); n > maxExternalID {
-		return &tracker.InvalidError{Field: "key", Reason: fmt.Sprintf("is %d characters; Plane keeps an item's key in %d", n, maxExternalID)}
-	}
-	return nil
-}

@@ -84,12 +84,12 @@ func TestWritesAndReads(t *testing.T) {
 	t.Run("TheSourceAndKeyAreTheExternalPair", func(t *testing.T) {
 		e := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{})
 		it := must(e.tr.Create(ctx, "dead-letter/rule", tracker.Draft{Title: "x"}))(t)
-		if e.tr.Source() != "lattice:acme/ops" || it.Ref.Key != "dead-letter/rule" {
-			t.Fatalf("source %q key %q", e.tr.Source(), it.Ref.Key)
+		if e.d.Source() != "lattice:acme/ops" || it.Ref.Key != "dead-letter/rule" {
+			t.Fatalf("source %q key %q", e.d.Source(), it.Ref.Key)
 		}
 		ns := newEmulated(t, planeemu.Options{RateLimit: -1}, plane.Config{Namespace: "relayr"})
-		if ns.tr.Source() != "relayr:acme/ops" {
-			t.Fatalf("namespaced source %q", ns.tr.Source())
+		if ns.d.Source() != "relayr:acme/ops" {
+			t.Fatalf("namespaced source %q", ns.d.Source())
 		}
 	})
 	t.Run("AnArchivedItemIsFoundAndStillBlocksItsKey", func(t *testing.T) {
@@ -237,13 +237,13 @@ func (tr *trigger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestItemsWhilePagesShift(t *testing.T) {
-	setup := func(t *testing.T) (*planeemu.Server, *trigger, *plane.Tracker, []tracker.Item, time.Time) {
+	setup := func(t *testing.T) (*planeemu.Server, *trigger, *tracker.Tracker, []tracker.Item, time.Time) {
 		emu := planeemu.New(planeemu.Options{RateLimit: -1})
 		trig := &trigger{h: emu}
 		srv := httptest.NewServer(trig)
 		t.Cleanup(srv.Close)
 		conn := must(plane.NewConnector(plane.Config{BaseURL: srv.URL, Workspace: emu.Workspace, Project: emu.Project, Identifier: "OPS", PageSize: 5}))(t)
-		tr := must(conn.Connect(ctx, tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "t", Workspace: "w"}))(t).(*plane.Tracker)
+		tr := must(conn.Connect(ctx, tracker.Credentials{Token: emu.Bot.Key}, tracker.Source{Tenant: "t", Workspace: "w"}))(t)
 		start := emu.Now()
 		var items []tracker.Item
 		for i := range 14 {
@@ -252,7 +252,7 @@ func TestItemsWhilePagesShift(t *testing.T) {
 		}
 		return emu, trig, tr, items, start
 	}
-	walk := func(t *testing.T, tr *plane.Tracker, since time.Time) []tracker.Item {
+	walk := func(t *testing.T, tr *tracker.Tracker, since time.Time) []tracker.Item {
 		var out []tracker.Item
 		q := tracker.Query{Since: since}
 		for range 100 {
@@ -357,7 +357,7 @@ func TestItemsWhilePagesShift(t *testing.T) {
 }
 
 // fake answers every request with one status, header and body.
-func fake(t *testing.T, status int, header map[string]string, body string) *plane.Tracker {
+func fake(t *testing.T, status int, header map[string]string, body string) *tracker.Tracker {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range header {
@@ -370,13 +370,13 @@ func fake(t *testing.T, status int, header map[string]string, body string) *plan
 	return tracker_(t, srv.URL, nil, 0, 1<<20)
 }
 
-func tracker_(t *testing.T, url string, client *http.Client, timeout time.Duration, limit int64) *plane.Tracker {
+func tracker_(t *testing.T, url string, client *http.Client, timeout time.Duration, limit int64) *tracker.Tracker {
 	t.Helper()
 	conn := must(plane.NewConnector(plane.Config{
 		BaseURL: url, Workspace: "w", Project: "11111111-1111-4111-8111-111111111111", Identifier: "OPS",
 		Client: client, Timeout: timeout, MaxResponseBytes: limit,
 	}))(t)
-	return must(conn.Connect(ctx, tracker.Credentials{Token: "plane_api_x"}, tracker.Source{Tenant: "t", Workspace: "w"}))(t).(*plane.Tracker)
+	return must(conn.Connect(ctx, tracker.Credentials{Token: "plane_api_x"}, tracker.Source{Tenant: "t", Workspace: "w"}))(t)
 }
 
 const someID = "22222222-2222-4222-8222-222222222222"
@@ -441,6 +441,26 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+	t.Run("RetryAfterAsSecondsOrADate", func(t *testing.T) {
+		// Plane's window is a minute: a 429 that names no wait that can
+		// be read, or one past trackerhttp.MaxRateWait, waits a minute.
+		for in, want := range map[string]time.Duration{
+			"":                              time.Minute,
+			"0":                             0,
+			"30":                            30 * time.Second,
+			"-4":                            0,
+			"soon":                          time.Minute,
+			"99999999":                      time.Minute,
+			"Wed, 21 Oct 2015 07:28:00 GMT": 0,
+		} {
+			tr := fake(t, 429, map[string]string{"Retry-After": in}, `{"error_code": 5900}`)
+			_, err := tr.Item(ctx, someID)
+			var rl *tracker.RateLimitedError
+			if !errors.As(err, &rl) || rl.RetryAfter != want {
+				t.Errorf("Retry-After %q: %v, want a wait of %s", in, err, want)
+			}
+		}
+	})
 	t.Run("TheEmulationsRateLimit", func(t *testing.T) {
 		e := newEmulated(t, planeemu.Options{RateLimit: 2}, plane.Config{Identifier: "OPS"})
 		for range 2 {
@@ -474,7 +494,7 @@ func TestBadInput(t *testing.T) {
 // TestTimeouts runs on virtual time: memnet serves the emulation over
 // in-memory pipes inside a synctest bubble, so a 10 s phase passes at once.
 func TestTimeouts(t *testing.T) {
-	bubble := func(t *testing.T, timeout time.Duration, h http.Handler, f func(tr *plane.Tracker)) {
+	bubble := func(t *testing.T, timeout time.Duration, h http.Handler, f func(tr *tracker.Tracker)) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := memnet.NewServer(h)
 			defer srv.Close()
@@ -484,7 +504,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("AHangingAnswerIsUnavailableAfterTenSeconds", func(t *testing.T) {
 		emu := planeemu.New(planeemu.Options{})
 		emu.HangNext(1)
-		bubble(t, 0, emu, func(tr *plane.Tracker) {
+		bubble(t, 0, emu, func(tr *tracker.Tracker) {
 			start := time.Now()
 			_, err := tr.Item(ctx, someID)
 			if !errors.Is(err, tracker.ErrUnavailable) || errors.Is(err, context.Canceled) {
@@ -498,7 +518,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("TheTimeoutIsConfigurable", func(t *testing.T) {
 		emu := planeemu.New(planeemu.Options{})
 		emu.HangNext(1)
-		bubble(t, 3*time.Second, emu, func(tr *plane.Tracker) {
+		bubble(t, 3*time.Second, emu, func(tr *tracker.Tracker) {
 			start := time.Now()
 			if _, err := tr.Find(ctx, "k"); !errors.Is(err, tracker.ErrUnavailable) {
 				t.Fatalf("err %v", err)
@@ -519,7 +539,7 @@ func TestTimeouts(t *testing.T) {
 			time.Sleep(9 * time.Second)
 			_, _ = w.Write([]byte(`"updated_at":"2026-05-01T10:00:00Z"}`))
 		})
-		bubble(t, 0, slow, func(tr *plane.Tracker) {
+		bubble(t, 0, slow, func(tr *tracker.Tracker) {
 			start := time.Now()
 			if _, err := tr.Item(ctx, someID); err != nil {
 				t.Fatal(err)
@@ -536,7 +556,7 @@ func TestTimeouts(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		})
-		bubble(t, 0, stall, func(tr *plane.Tracker) {
+		bubble(t, 0, stall, func(tr *tracker.Tracker) {
 			if _, err := tr.Item(ctx, someID); !errors.Is(err, tracker.ErrUnavailable) {
 				t.Fatalf("err %v", err)
 			}
@@ -545,7 +565,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("ADroppedConnectionIsUnavailable", func(t *testing.T) {
 		emu := planeemu.New(planeemu.Options{})
 		emu.DropNext(1)
-		bubble(t, 0, emu, func(tr *plane.Tracker) {
+		bubble(t, 0, emu, func(tr *tracker.Tracker) {
 			if _, err := tr.Find(ctx, "k"); !errors.Is(err, tracker.ErrUnavailable) {
 				t.Fatalf("err %v", err)
 			}
@@ -564,7 +584,7 @@ func TestTimeouts(t *testing.T) {
 	t.Run("A5xxFromTheEmulationIsUnavailable", func(t *testing.T) {
 		emu := planeemu.New(planeemu.Options{})
 		emu.FailNext(1, 502, "<html>Bad Gateway</html>")
-		bubble(t, 0, emu, func(tr *plane.Tracker) {
+		bubble(t, 0, emu, func(tr *tracker.Tracker) {
 			if _, err := tr.Find(ctx, "k"); !errors.Is(err, tracker.ErrUnavailable) {
 				t.Fatalf("err %v", err)
 			}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"time"
@@ -105,10 +104,9 @@ const minPageSize = 50
 
 // shrinks reports a page that failed for its size: over the response cap,
 // or not started within the phase timeout. The walk reads it again at half
-// the size, and the tracker keeps the smaller size.
-func (t *Tracker) shrinks(err error, size int) (int, bool) {
-	tooBig := errors.Is(err, errTooLarge) || errors.Is(err, errPhase)
-	if size <= minPageSize || !tooBig {
+// the size, and the driver keeps the smaller size.
+func (t *Driver) shrinks(err error, size int) (int, bool) {
+	if size <= minPageSize || !tooLarge(err) {
 		return size, false
 	}
 	size = max(size/2, minPageSize)
@@ -118,26 +116,23 @@ func (t *Tracker) shrinks(err error, size int) (int, bool) {
 
 // pageSize is the per_page walks start from: Config.PageSize, or what an
 // earlier walk shrank it to.
-func (t *Tracker) pageSize() int { return int(t.size.Load()) }
+func (t *Driver) pageSize() int { return int(t.size.Load()) }
 
 // fetch reads one page of a list ordered by orderBy ("" for the endpoint's
 // own order), with the fields named ("" for all).
-func (t *Tracker) fetch(ctx context.Context, path, orderBy, fields string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
-	u := fmt.Sprintf("%s?per_page=%d&cursor=%d:%d:0", path, perPage, perPage, page)
+func (t *Driver) fetch(ctx context.Context, path, orderBy, fields string, page, perPage int, rowOf func(json.RawMessage) (row, error)) ([]row, bool, error) {
+	q := pageQuery(perPage, page)
 	if orderBy != "" {
-		u += "&order_by=" + orderBy
+		q.Set("order_by", orderBy)
 	}
 	if fields != "" {
-		u += "&fields=" + fields
+		q.Set("fields", fields)
 	}
-	a, err := t.cl.do(ctx, http.MethodGet, u, nil)
+	a, err := t.get(ctx, path, q)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := classify(a); err != nil {
-		return nil, false, err
-	}
-	env, err := decodeEnvelope(a.body)
+	env, err := decodeEnvelope(a.Body)
 	if err != nil {
 		return nil, false, err
 	}
@@ -156,7 +151,7 @@ func (t *Tracker) fetch(ctx context.Context, path, orderBy, fields string, page,
 // past since, and answers every row read once (the newest reading of each).
 // With recheck, a walk of more than one page reads the first page again at
 // the end: an item changed during the walk moved there, behind the walk.
-func (t *Tracker) walkNewestFirst(ctx context.Context, path, orderBy, fields string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
+func (t *Driver) walkNewestFirst(ctx context.Context, path, orderBy, fields string, since time.Time, rowOf func(json.RawMessage) (row, error), recheck bool) ([]row, error) {
 	size := t.pageSize()
 	seen := map[string]row{}
 	keep := func(rows []row) {
@@ -274,7 +269,7 @@ func sortRows(rows []row) {
 	})
 }
 
-// Items implements tracker.Tracker.
+// Items implements tracker.Driver.
 //
 // With a Since, it walks order_by=-updated_at down to the first item older
 // than Since (the follower has already subtracted its lookback) and answers
@@ -284,13 +279,10 @@ func sortRows(rows []row) {
 // order_by=updated_at upwards, so the pages together are in (updated_at, id)
 // order and an item changed during the walk is met again at its end. Page
 // tokens carry the walk's position; no more than a page is held.
-func (t *Tracker) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+func (t *Driver) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 	path := t.projectPath("work-items/")
 	if q.Since.IsZero() {
 		return t.sweep(ctx, path, q.Page)
-	}
-	if err := ctx.Err(); err != nil {
-		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
 	}
 	rows, err := t.walkNewestFirst(ctx, path, "-updated_at", itemFields, q.Since, itemRow, true)
 	if err != nil {
@@ -347,13 +339,10 @@ func (s sweepState) encode() string {
 }
 
 // sweep answers the next page of a zero-Since walk.
-func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, error) {
+func (t *Driver) sweep(ctx context.Context, path, token string) (tracker.Page, error) {
 	st, err := decodePage(token, t.pageSize())
 	if err != nil {
 		return tracker.Page{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tracker.Page{}, fmt.Errorf("plane: %w: %w", tracker.ErrUnavailable, err)
 	}
 	for tries := 0; ; tries++ {
 		if tries > maxBackoffs {
@@ -428,22 +417,19 @@ func (t *Tracker) sweep(ctx context.Context, path, token string) (tracker.Page, 
 
 // checkNotArchived reads the project, which answers even when archived, with
 // archived_at set (api/views/project.py:L287-380).
-func (t *Tracker) checkNotArchived(ctx context.Context) error {
-	a, err := t.cl.do(ctx, http.MethodGet, t.projectPath("")+"?fields=id,archived_at", nil)
+func (t *Driver) checkNotArchived(ctx context.Context) error {
+	a, err := t.get(ctx, t.projectPath(""), url.Values{"fields": {"id,archived_at"}})
 	if err != nil {
-		return err
-	}
-	if err := classify(a); err != nil {
 		return err
 	}
 	var p struct {
 		ArchivedAt *string `json:"archived_at"`
 	}
-	if err := json.Unmarshal(a.body, &p); err != nil {
+	if err := json.Unmarshal(a.Body, &p); err != nil {
 		return garbled("project", err)
 	}
 	if p.ArchivedAt != nil && *p.ArchivedAt != "" {
-		return fmt.Errorf("plane: project %s is archived (since %s): its items are hidden, not removed: %w", t.cfg.Project, clip(*p.ArchivedAt), tracker.ErrRefused)
+		return fmt.Errorf("plane: project %s is archived (since %s): its items are hidden, not removed: %w", t.cfg.Project, tracker.Quote(*p.ArchivedAt), tracker.ErrRefused)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
 // wireItem is the part of Plane's work item object the adapter reads
@@ -49,12 +50,7 @@ type envelope struct {
 
 // garbled reports an answer Plane would never give: nothing is known of what
 // happened, so it is Unavailable, as a 5xx is.
-func garbled(what string, err error) error {
-	if err == nil {
-		return fmt.Errorf("plane: garbled %s: %w", what, tracker.ErrUnavailable)
-	}
-	return fmt.Errorf("plane: garbled %s (%w): %w", what, err, tracker.ErrUnavailable)
-}
+func garbled(what string, err error) error { return trackerhttp.Garbled(Kind, what, err) }
 
 func decodeItem(b []byte) (wireItem, error) {
 	var w wireItem
@@ -111,7 +107,7 @@ func parseTime(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("unreadable timestamp %q", clip(s))
+	return time.Time{}, fmt.Errorf("unreadable timestamp %s", tracker.Quote(s))
 }
 
 // str reads an optional string-ish value: a string, a number's text, or the

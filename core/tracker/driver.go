@@ -43,7 +43,8 @@ type Driver interface {
 	// Comment posts body on the item, marked with key.
 	Comment(ctx context.Context, id, key, body string) (Comment, error)
 	// Items lists the items changed at or after q.Since, ordered by
-	// (UpdatedAt, ID), at most Capabilities.MaxPage a page.
+	// (UpdatedAt, ID); a read of the whole project at most
+	// Capabilities.MaxPage a page.
 	Items(ctx context.Context, q Query) (Page, error)
 	// Comments lists the item's comments created at or after since,
 	// oldest first.
@@ -65,8 +66,9 @@ type Capabilities struct {
 	// lookup: a retaken claim goes straight to it (ADR-0033).
 	KeysEnforced bool
 	// MaxKeyChars is the longest key, in characters, the tracker keeps
-	// where it files one (Plane's external_id holds 255); 0 leaves
-	// MaxKeyBytes the only limit.
+	// where it files an item under one (Plane's external_id holds 255); 0
+	// leaves MaxKeyBytes the only limit. Comments' keys are the driver's
+	// to keep as it can.
 	MaxKeyChars int
 	// Rewrites lists the characters the tracker's markup rewrites where a
 	// key is kept (Vikunja's marker sits in HTML: "<>&"). A key holding
@@ -83,7 +85,9 @@ type Capabilities struct {
 	// ConditionalReads: the tracker answers an unchanged read 304 to a
 	// conditional request, and such an answer costs nothing of its limit.
 	ConditionalReads bool
-	// MaxPage is the most items one page of Items holds.
+	// MaxPage is the most items one page of a read of the whole project
+	// (Items with a zero Since) holds; a read since a time may answer
+	// more in one page (Plane's walk down to its cursor).
 	MaxPage int
 	// TimePrecision is the resolution of the times the tracker keeps (a
 	// second on Vikunja; a microsecond on Plane): a time read back is

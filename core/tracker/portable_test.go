@@ -88,7 +88,6 @@ func TestPortableRefusesABadKeyWithoutAskingTheDriver(t *testing.T) {
 		"a space at its end":      "k ",
 		"a control character":     "k\x01",
 		"a character it rewrites": "a<b",
-		"past MaxKeyChars":        "kkkkkkkkkkk",
 		"not UTF-8":               "k\xff",
 	} {
 		s := newStub()
@@ -101,8 +100,22 @@ func TestPortableRefusesABadKeyWithoutAskingTheDriver(t *testing.T) {
 			t.Errorf("%s: the driver was asked %v", name, s.calls)
 		}
 	}
-	// Ten characters of more than one byte each are within MaxKeyChars.
+	// An item's key past MaxKeyChars is refused; a comment's is the
+	// driver's to keep.
 	s := newStub()
+	tr := tracker.New(s)
+	long := "kkkkkkkkkkk"
+	if _, err := tr.Find(context.Background(), long); !errors.Is(err, tracker.ErrInvalid) {
+		t.Errorf("Find past MaxKeyChars: %v, want ErrInvalid", err)
+	}
+	if _, err := tr.Create(context.Background(), long, tracker.Draft{Title: "T"}); !errors.Is(err, tracker.ErrInvalid) {
+		t.Errorf("Create past MaxKeyChars: %v, want ErrInvalid", err)
+	}
+	if _, err := tr.Comment(context.Background(), "i-1", long, "b"); err != nil || s.calls["Comment"] != 1 {
+		t.Errorf("Comment past MaxKeyChars: %v, want it passed to the driver", err)
+	}
+	// Ten characters of more than one byte each are within MaxKeyChars.
+	s = newStub()
 	for m, err := range keyed(context.Background(), tracker.New(s), strings.Repeat("é", 10)) {
 		if err != nil {
 			t.Errorf("a key of ten characters: %s answered %v", m, err)

@@ -179,8 +179,9 @@ type Answer struct {
 }
 
 var (
-	// errPhase is a phase of a request that made no progress in time.
-	errPhase = errors.New("no progress within the phase timeout")
+	// ErrPhase is a phase of a request that made no progress within the
+	// timeout: the request was given up (and is ErrUnavailable too).
+	ErrPhase = errors.New("no progress within the phase timeout")
 	// ErrTooLarge is an answer over the response cap.
 	ErrTooLarge = errors.New("answer over the response cap")
 )
@@ -229,7 +230,7 @@ func (c *Client) send(ctx context.Context, req Request, target, what string, pay
 	// phase takes too long, however long the request takes in all.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := time.AfterFunc(c.cfg.Timeout, func() { cancel(errPhase) })
+	timer := time.AfterFunc(c.cfg.Timeout, func() { cancel(ErrPhase) })
 	defer timer.Stop()
 	restart := func() { timer.Reset(c.cfg.Timeout) }
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
@@ -293,8 +294,8 @@ func (c *Client) transport(ctx, rctx context.Context, what string, err error) er
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %s: %w: %w", c.cfg.Name, what, tracker.ErrUnavailable, ctx.Err())
 	}
-	if errors.Is(context.Cause(rctx), errPhase) {
-		return fmt.Errorf("%s: %s: %w of %s: %w", c.cfg.Name, what, errPhase, c.cfg.Timeout, tracker.ErrUnavailable)
+	if errors.Is(context.Cause(rctx), ErrPhase) {
+		return fmt.Errorf("%s: %s: %w of %s: %w", c.cfg.Name, what, ErrPhase, c.cfg.Timeout, tracker.ErrUnavailable)
 	}
 	return fmt.Errorf("%s: %s: %w: %w", c.cfg.Name, what, tracker.ErrUnavailable, err)
 }
