@@ -25,6 +25,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/plane"
+	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/binding"
@@ -134,8 +135,16 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 			opts = append(opts, vikunja.WithTransport(transport))
 		}
 		return vikunja.Connector{BaseURL: b.BaseURL, Project: id, Options: opts}, nil
+	case gitea.Kind:
+		var client *http.Client
+		if transport != nil {
+			client = &http.Client{Transport: transport}
+		}
+		return gitea.NewConnector(gitea.Config{
+			BaseURL: b.BaseURL, WebURL: b.WebURL, Repo: b.Project, Namespace: b.Namespace, Client: client, Timeout: t.Requests(),
+		})
 	}
-	return nil, fmt.Errorf("tracker %q is not plane or vikunja", b.Tracker)
+	return nil, fmt.Errorf("tracker %q is not plane, vikunja or gitea", b.Tracker)
 }
 
 // Bindings makes the configuration's bindings, the bindings of one tracker

@@ -19,6 +19,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
+	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -101,7 +102,7 @@ type Tenant struct {
 	Name  string `toml:"name"`
 	Token Secret `toml:"token"`
 	// Trackers holds the tenant's key per tracker kind ("plane",
-	// "vikunja").
+	// "vikunja", "gitea").
 	Trackers map[string]TrackerCredentials `toml:"trackers"`
 }
 
@@ -116,14 +117,15 @@ type TrackerCredentials struct {
 type Binding struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
-	// Tracker is "plane" or "vikunja".
+	// Tracker is "plane", "vikunja" or "gitea".
 	Tracker string `toml:"tracker"`
 	BaseURL string `toml:"base_url"`
 	// WebURL is Plane's web app, for links (default BaseURL).
 	WebURL string `toml:"web_url"`
 	// PlaneWorkspace is Plane's workspace slug.
 	PlaneWorkspace string `toml:"plane_workspace"`
-	// Project is Plane's project id or Vikunja's project number.
+	// Project is Plane's project id, Vikunja's project number or
+	// Gitea's repository ("owner/name").
 	Project string `toml:"project"`
 	// Identifier is Plane's project identifier ("OPS"), read from Plane
 	// when empty.
@@ -320,7 +322,7 @@ func decodeProblems(err error) []string {
 }
 
 // Kinds of tracker a binding may name.
-var Kinds = []string{"plane", "vikunja"}
+var Kinds = []string{"plane", "vikunja", "gitea"}
 
 func (c *Config) validate() []string {
 	var p []string
@@ -418,7 +420,7 @@ func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 		}
 		for kind, cr := range t.Trackers {
 			if !known(kind) {
-				add("tenant %q: tracker %q is not plane or vikunja", t.Name, kind)
+				add("tenant %q: tracker %q is not plane, vikunja or gitea", t.Name, kind)
 			}
 			if !cr.Key.Set() {
 				add("tenant %q: trackers.%s.key must be read from env or file", t.Name, kind)
@@ -453,7 +455,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		}
 		bound[b.Tenant+"/"+b.Workspace] = true
 		if !known(b.Tracker) {
-			add("%s: tracker %q is not plane or vikunja", where, b.Tracker)
+			add("%s: tracker %q is not plane, vikunja or gitea", where, b.Tracker)
 		} else if t != nil {
 			if _, ok := t.Trackers[b.Tracker]; !ok {
 				add("%s: tenant %q has no credentials for %s", where, b.Tenant, b.Tracker)
@@ -476,6 +478,11 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		}
 		if b.Tracker == "vikunja" && !allDigits(b.Project) {
 			add("%s: vikunja's project is a number, not %q", where, b.Project)
+		}
+		if b.Tracker == "gitea" && b.Project != "" {
+			if _, _, err := gitea.ParseRepo(b.Project); err != nil {
+				add("%s: gitea's project is its repository, \"owner/name\", not %q", where, b.Project)
+			}
 		}
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))

@@ -233,7 +233,7 @@ func forward(c *http.Client, url string, h http.Header, body []byte) {
 
 // direct is the emulation's adapter as a run would use it without relayr:
 // made by the connector relayr's binding would use, on its own client.
-func direct(tb testing.TB, emu emulation) tracker.Tracker {
+func direct(tb testing.TB, emu emulation) *tracker.Tracker {
 	tb.Helper()
 	b := emu.Binding()
 	conn, err := app.Connector(b, config.Timings{}, loopback())
@@ -434,7 +434,7 @@ func title(key string) string { return "figures " + key }
 
 // itemsPerTitle lists the project through the adapter and counts its items
 // per title.
-func itemsPerTitle(ctx context.Context, tr tracker.Tracker) (map[string]int, error) {
+func itemsPerTitle(ctx context.Context, tr *tracker.Tracker) (map[string]int, error) {
 	out := map[string]int{}
 	page := ""
 	for {

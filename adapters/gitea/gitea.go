@@ -1,0 +1,289 @@
+// Package gitea is relayr's tracker driver for Gitea's REST API (/api/v1,
+// v1.25.4), on core/tracker/trackerhttp. A repository ("owner/name") is a
+// binding's project; an item is an issue, its id the issue's number.
+//
+// Gitea takes no idempotency key and has no field for one, so an issue
+// relayr files carries a marker on the last line of its body, a hidden
+// HTML comment that Gitea stores verbatim:
+// "<!-- lattice-key: lattice:<tenant>/<workspace>/<key> -->", the key
+// percent-escaped so that no key can end the comment (ADR-0033). Find
+// reads the plain issue list by the token's user, newest first, which
+// reads the database; a search with q= goes through the issue indexer,
+// which lags a new issue, and would have a retaken claim file it twice
+// (docs/trackers/gitea.md §4).
+//
+// Gitea's list cannot be sorted by update time: it is newest-created
+// first, filtered by inclusive whole-second since and before on
+// updated_at, 50 a page at most, paged by offset. Items therefore reads
+// windows of time small enough to come whole in one page, halving a window
+// that doesn't, and orders each itself: an offset walk would skip an item
+// whenever another left the window under it (items.go). Pull requests
+// share the list and the numbering and are left out (type=issues).
+//
+// Labels go by id: names are resolved against the repository's labels,
+// and the missing ones are made; a token that may not write the
+// repository's issues would have its labels dropped silently, so such a
+// draft is refused before anything is filed. An edit sends only what
+// differs from the issue as it stands, since a PATCH of an unchanged body
+// still rewrites it, moves updated_at and fires a webhook. Gitea holds
+// open and closed: backlog, todo and started read back as todo, done and
+// cancelled as done. Deletion is hard (404 after); the issues/deleted
+// webhook, signed X-Gitea-Signature, is the only prompt signal of one, and
+// the follower confirms it with a read. There is no rate limit and no
+// conditional request on issues.
+package gitea
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
+)
+
+// Kind is the integration's key without its prefix (tracker:gitea).
+const Kind = "gitea"
+
+// PageLimit is the most items Gitea answers a page (MAX_RESPONSE_ITEMS,
+// modules/setting/api.go:L14-L30); a larger limit is cut to it silently.
+const PageLimit = 50
+
+// SignatureHeader carries a webhook delivery's signature: hex
+// HMAC-SHA256 of the raw body, no prefix (services/webhook/deliver.go).
+const SignatureHeader = "X-Gitea-Signature"
+
+// Config says where a Gitea repository is and how to reach it.
+type Config struct {
+	// BaseURL is the server, e.g. "https://gitea.example.com"; the API is
+	// under BaseURL + "/api/v1/".
+	BaseURL string
+	// WebURL is the web app's base for links (Gitea's ROOT_URL); default
+	// BaseURL.
+	WebURL string
+	// Repo is the repository, "owner/name".
+	Repo string
+	// Namespace is the Source namespace used when a Source names none;
+	// default tracker.DefaultNamespace.
+	Namespace string
+	// Client sends the requests (a client on http.DefaultTransport by
+	// default); redirects are never followed.
+	Client *http.Client
+	// Timeout bounds each phase of a request; default
+	// trackerhttp.DefaultTimeout (10 s).
+	Timeout time.Duration
+	// MaxResponse bounds an answer; default 16 MiB (a page of 50 issues
+	// with long bodies).
+	MaxResponse int64
+	// Now is the clock a poll's window ends by; default time.Now.
+	Now func() time.Time
+}
+
+// Connector makes a Tracker per workspace for one Gitea repository.
+type Connector struct {
+	cfg         Config
+	owner, name string
+
+	mu    sync.Mutex
+	users map[string]string // token → the login it acts as
+}
+
+var _ tracker.Connector = (*Connector)(nil)
+
+// NewConnector checks cfg and fills in its defaults. It makes no request.
+func NewConnector(cfg Config) (*Connector, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &tracker.InvalidError{Field: "gitea base URL", Reason: tracker.Quote(cfg.BaseURL) + " is not an http(s) URL"}
+	}
+	owner, name, err := ParseRepo(cfg.Repo)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.WebURL == "" {
+		cfg.WebURL = cfg.BaseURL
+	}
+	cfg.WebURL = strings.TrimRight(cfg.WebURL, "/")
+	if cfg.Namespace == "" {
+		cfg.Namespace = tracker.DefaultNamespace
+	}
+	if cfg.MaxResponse <= 0 {
+		cfg.MaxResponse = 16 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Connector{cfg: cfg, owner: owner, name: name, users: map[string]string{}}, nil
+}
+
+// ParseRepo splits a repository's "owner/name", refusing what cannot name
+// one.
+func ParseRepo(repo string) (owner, name string, err error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !repoPart(owner) || !repoPart(name) {
+		return "", "", &tracker.InvalidError{Field: "gitea repo", Reason: tracker.Quote(repo) + ` is not "owner/name"`}
+	}
+	return owner, name, nil
+}
+
+// repoPart reports whether s can be an owner's or a repository's name.
+func repoPart(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/?#% \t\r\n")
+}
+
+// Kind implements tracker.Connector.
+func (c *Connector) Kind() string { return Kind }
+
+// Connect makes the portable tracker filing into the repository for source
+// with the tenant's token. It reads the repository (its existence and the
+// token's permissions) and, once per token, the user the token acts as:
+// two requests.
+func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*tracker.Tracker, error) {
+	d, err := c.Driver(ctx, creds, source)
+	if err != nil {
+		return nil, err
+	}
+	return tracker.New(d), nil
+}
+
+// Driver makes the driver beneath Connect's tracker, for the driver
+// conformance suite (core/tracker/drivertest) and for callers composing
+// their own portable tracker.
+func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Driver, error) {
+	if source.Tenant == "" || source.Workspace == "" {
+		return nil, &tracker.InvalidError{Field: "source", Reason: "names no tenant or workspace"}
+	}
+	if source.Namespace == "" {
+		source.Namespace = c.cfg.Namespace
+	}
+	if creds.Token == "" {
+		return nil, fmt.Errorf("gitea: no token: %w", tracker.ErrUnauthorized)
+	}
+	cl, err := trackerhttp.New(trackerhttp.Config{
+		Name: "gitea", BaseURL: c.cfg.BaseURL + "/api/v1/", AuthValue: "token " + creds.Token,
+		Client: c.cfg.Client, Timeout: c.cfg.Timeout, MaxResponse: c.cfg.MaxResponse,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{cl: cl, cfg: c.cfg, owner: c.owner, name: c.name, source: source, labels: map[string]int64{}, names: map[int64]string{}}
+	var repo struct {
+		FullName    string `json:"full_name"`
+		Permissions struct {
+			Push  bool `json:"push"`
+			Admin bool `json:"admin"`
+		} `json:"permissions"`
+	}
+	if err := d.get(ctx, d.repoPath(""), nil, &repo); err != nil {
+		return nil, fmt.Errorf("gitea: repository %s: %w", c.cfg.Repo, err)
+	}
+	d.writer = repo.Permissions.Push || repo.Permissions.Admin
+	// Names are case-insensitive on Gitea; full_name is how deliveries
+	// name the repository.
+	if o, n, ok := strings.Cut(repo.FullName, "/"); ok && strings.EqualFold(repo.FullName, c.cfg.Repo) {
+		d.owner, d.name = o, n
+	}
+	c.mu.Lock()
+	login, ok := c.users[creds.Token]
+	c.mu.Unlock()
+	if !ok {
+		var u struct {
+			Login string `json:"login"`
+		}
+		if err := d.get(ctx, "user", nil, &u); err != nil {
+			return nil, err
+		}
+		if u.Login == "" {
+			return nil, trackerhttp.Garbled("gitea", "user", nil)
+		}
+		login = u.Login
+		c.mu.Lock()
+		c.users[creds.Token] = login
+		c.mu.Unlock()
+	}
+	d.login = login
+	return d, nil
+}
+
+// Driver is one workspace's view of one Gitea repository: a
+// tracker.Driver, made by Connector. It is safe for concurrent use.
+type Driver struct {
+	cl          *trackerhttp.Client
+	cfg         Config
+	owner, name string
+	source      tracker.Source
+	login       string // the user the token acts as: Find's created_by
+	writer      bool   // the token may write the repository's issues (labels)
+
+	mu     sync.Mutex
+	labels map[string]int64 // name → id
+	names  map[int64]string // id → name
+	lmu    sync.Mutex       // serialises label resolution, so a name is made once
+}
+
+var _ tracker.Driver = (*Driver)(nil)
+
+// Capabilities implements tracker.Driver.
+func (d *Driver) Capabilities() tracker.Capabilities {
+	return tracker.Capabilities{
+		Name: "gitea",
+		// The marker escapes the key, so every character is kept.
+		Rewrites: "",
+		// Open and closed (routers/api/v1/repo/issue.go:L1052-L1066).
+		States: map[tracker.State]tracker.State{
+			tracker.Backlog: tracker.Todo, tracker.Started: tracker.Todo, tracker.Cancelled: tracker.Done,
+		},
+		NudgesDeletions: true, // issues/deleted (services/webhook/notifier.go:L297-L333)
+		MaxPage:         maxWindowItems,
+		TimePrecision:   time.Second, // Unix seconds (models/issues/issue.go:L105-L106)
+		ValidID:         validID,
+	}
+}
+
+func validID(id string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	return err == nil && n > 0 && strconv.FormatInt(n, 10) == id
+}
+
+// Project implements tracker.Driver: "owner/name", as Nudge names it.
+func (d *Driver) Project() string { return d.owner + "/" + d.name }
+
+// Link implements tracker.Driver: the issue's page, <web>/<owner>/<name>/issues/<n>.
+func (d *Driver) Link(ref tracker.ItemRef) string {
+	return d.cfg.WebURL + "/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name) + "/issues/" + strconv.FormatInt(ref.Number, 10)
+}
+
+func (d *Driver) repoPath(rest string) string {
+	p := "repos/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name)
+	if rest != "" {
+		p += "/" + rest
+	}
+	return p
+}
+
+// get reads path into v.
+func (d *Driver) get(ctx context.Context, path string, q url.Values, v any) error {
+	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: path, Query: q})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(a.Body, v); err != nil {
+		return trackerhttp.Garbled("gitea", path, err)
+	}
+	return nil
+}
+
+// states are Gitea's two, by the state an item is set to.
+func stateOf(s tracker.State) string {
+	if s == tracker.Done || s == tracker.Cancelled {
+		return "closed"
+	}
+	return "open"
+}

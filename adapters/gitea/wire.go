@@ -1,0 +1,107 @@
+package gitea
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+)
+
+// wireIssue is the part of Gitea's api.Issue the driver reads
+// (modules/structs/issue.go:L46-L85). Missing and null fields read as zero
+// values.
+type wireIssue struct {
+	ID          int64            `json:"id"`
+	Number      int64            `json:"number"`
+	Title       string           `json:"title"`
+	Body        string           `json:"body"`
+	State       string           `json:"state"`
+	Labels      []wireLabel      `json:"labels"`
+	User        *wireUser        `json:"user"`
+	HTMLURL     string           `json:"html_url"`
+	CreatedAt   time.Time        `json:"created_at"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	PullRequest *json.RawMessage `json:"pull_request"`
+}
+
+type wireLabel struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+type wireUser struct {
+	Login string `json:"login"`
+}
+
+type wireComment struct {
+	ID        int64     `json:"id"`
+	Body      string    `json:"body"`
+	User      *wireUser `json:"user"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+var errNoID = errors.New("an issue without an id or a number")
+
+// decodeIssue reads one issue. A 2xx answer of id 0 is an error: Gitea's
+// converter answers an empty issue when loading its parts failed
+// (services/convert/issue.go:L35-L50).
+func decodeIssue(b []byte) (wireIssue, error) {
+	var w wireIssue
+	if err := json.Unmarshal(b, &w); err != nil {
+		return wireIssue{}, err
+	}
+	if w.ID <= 0 || w.Number <= 0 {
+		return wireIssue{}, errNoID
+	}
+	return w, nil
+}
+
+func decodeIssues(b []byte) ([]wireIssue, error) {
+	var ws []wireIssue
+	if err := json.Unmarshal(b, &ws); err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		if w.ID <= 0 || w.Number <= 0 {
+			return nil, errNoID
+		}
+	}
+	return ws, nil
+}
+
+// pull reports whether an issue of the list is a pull request: it has a
+// pull_request object (services/convert/issue.go:L105-L120).
+func (w wireIssue) pull() bool {
+	return w.PullRequest != nil && strings.TrimSpace(string(*w.PullRequest)) != "null"
+}
+
+// item maps an issue onto the port's item: its number is its id, its
+// marker (under this workspace's source) its key, and the marker is taken
+// out of its description.
+func (d *Driver) item(w wireIssue) tracker.Item {
+	key, desc := d.unmark(w.Body)
+	ref := tracker.ItemRef{ID: strconv.FormatInt(w.Number, 10), Number: w.Number, Name: "#" + strconv.FormatInt(w.Number, 10), Key: key}
+	ref.Link = d.Link(ref)
+	state := tracker.Todo
+	if w.State == "closed" {
+		state = tracker.Done
+	}
+	labels := make([]string, 0, len(w.Labels))
+	for _, l := range w.Labels {
+		labels = append(labels, l.Name)
+		d.know(l)
+	}
+	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: state, Labels: labels, UpdatedAt: w.UpdatedAt.UTC()}
+}
+
+func (d *Driver) comment(issue int64, w wireComment) tracker.Comment {
+	key, body := d.unmark(w.Body)
+	c := tracker.Comment{ID: strconv.FormatInt(w.ID, 10), ItemID: strconv.FormatInt(issue, 10), Body: body, Key: key, CreatedAt: w.CreatedAt.UTC()}
+	if w.User != nil {
+		c.Author = w.User.Login
+	}
+	return c
+}
