@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/fixtures/livehook"
 )
 
 // live is a Gitea built from its source and run on 127.0.0.1, named by
@@ -86,59 +86,20 @@ func (l live) deletion(t *testing.T, id, secret string) (http.Header, []byte) {
 	return l.hooks.await(t, "deleted", id)
 }
 
-// liveHooks receives the server's webhook deliveries on a loopback
-// listener, through repository webhooks it registers (one per secret,
-// "active": true, which Gitea does not default to) and deletes when the
-// run ends. A Gitea delivers to 127.0.0.1 only with
-// `[webhook] ALLOWED_HOST_LIST = loopback`.
+// liveHooks registers repository webhooks on the live server (one per
+// secret, "active": true, which Gitea does not default to), pointed at a
+// loopback receiver, and deletes them when the run ends.
 type liveHooks struct {
-	srv    *httptest.Server
+	rx     *livehook.Receiver
 	person livePerson
 	owner  *testing.T
 
 	mu         sync.Mutex
 	registered map[string]bool
-	got        []liveDelivery
-	arrived    chan struct{}
 }
-
-type liveDelivery struct {
-	header http.Header
-	body   []byte
-	action string
-	issue  string
-}
-
-// liveDeliveryWait is how long a delivery may take: Gitea queues it and
-// tries it once, with a 5 s timeout.
-const liveDeliveryWait = 30 * time.Second
 
 func newLiveHooks(t *testing.T, p livePerson) *liveHooks {
-	h := &liveHooks{person: p, owner: t, registered: map[string]bool{}, arrived: make(chan struct{}, 1)}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		var d struct {
-			Action string `json:"action"`
-			Issue  struct {
-				Number int64 `json:"number"`
-			} `json:"issue"`
-		}
-		_ = json.Unmarshal(body, &d)
-		h.mu.Lock()
-		h.got = append(h.got, liveDelivery{header: r.Header.Clone(), body: body, action: d.Action, issue: strconv.FormatInt(d.Issue.Number, 10)})
-		h.mu.Unlock()
-		select {
-		case h.arrived <- struct{}{}:
-		default:
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
+	return &liveHooks{rx: livehook.New(t), person: p, owner: t, registered: map[string]bool{}}
 }
 
 func (h *liveHooks) register(t *testing.T, secret string) {
@@ -147,7 +108,7 @@ func (h *liveHooks) register(t *testing.T, secret string) {
 	if h.registered[secret] {
 		return
 	}
-	body := fmt.Sprintf(`{"type":"gitea","config":{"url":%q,"content_type":"json","secret":%q},"events":["issues"],"active":true}`, h.srv.URL+"/hook", secret)
+	body := fmt.Sprintf(`{"type":"gitea","config":{"url":%q,"content_type":"json","secret":%q},"events":["issues"],"active":true}`, h.rx.URL, secret)
 	out, err := h.person.call(t.Context(), http.MethodPost, "/hooks", body)
 	if err != nil {
 		t.Fatalf("registering a webhook: %v", err)
@@ -168,25 +129,19 @@ func (h *liveHooks) register(t *testing.T, secret string) {
 	})
 }
 
+// await answers the first issues delivery of action about the issue.
 func (h *liveHooks) await(t *testing.T, action, issue string) (http.Header, []byte) {
-	deadline := time.After(liveDeliveryWait)
-	for {
-		h.mu.Lock()
-		for _, d := range h.got {
-			if d.action == action && d.issue == issue {
-				h.mu.Unlock()
-				return d.header, d.body
-			}
+	d := h.rx.Await(t, "issues/"+action+" about #"+issue, "A Gitea delivers to a loopback address only with "+
+		"`[webhook] ALLOWED_HOST_LIST = loopback` in its app.ini.", func(d livehook.Delivery) bool {
+		var p struct {
+			Action string `json:"action"`
+			Issue  struct {
+				Number int64 `json:"number"`
+			} `json:"issue"`
 		}
-		n := len(h.got)
-		h.mu.Unlock()
-		select {
-		case <-h.arrived:
-		case <-deadline:
-			t.Fatalf("no issues/%s delivery about #%s reached %s within %s (%d others did). A Gitea delivers to a "+
-				"loopback address only with `[webhook] ALLOWED_HOST_LIST = loopback` in its app.ini.", action, issue, h.srv.URL, liveDeliveryWait, n)
-		}
-	}
+		return json.Unmarshal(d.Body, &p) == nil && p.Action == action && strconv.FormatInt(p.Issue.Number, 10) == issue
+	})
+	return d.Header, d.Body
 }
 
 // livePerson acts through the live server's API, as a person in the web

@@ -94,8 +94,15 @@ func (s *syncBuffer) String() string {
 
 func newEnv(t *testing.T, opts ...func(*httpapi.Config)) *env {
 	t.Helper()
+	return newEnvOf(t, faketracker.LikePlane, opts...)
+}
+
+// newEnvOf is newEnv over a fake of flavour (a Vikunja-like one reports
+// deletions by webhook; a Plane-like one, as Plane, doesn't).
+func newEnvOf(t *testing.T, flavour faketracker.Flavour, opts ...func(*httpapi.Config)) *env {
+	t.Helper()
 	clk := clock.NewFake(t0)
-	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
+	fake := faketracker.New(flavour, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
 	led := memledger.New()
 	conn := &faketracker.Connector{Fake: fake}
 	bindings := []binding.Binding{
@@ -661,7 +668,7 @@ func TestWebhook(t *testing.T) {
 		}
 	})
 	t.Run("ADeletionDeliveryPassesTheDeletedItemToTheFollowers", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnvOf(t, faketracker.LikeVikunja)
 		asked(e)
 		h, b := faketracker.DeletionDelivery(secret, e.fake.Project(), "item-9")
 		if r := post(e, hook, h, b); r.status != 204 {
@@ -902,7 +909,9 @@ func TestNothingLeaks(t *testing.T) {
 		{"RateLimited", fmt.Errorf("plane: GET http://plane.internal/api/v1/: %w", tracker.RateLimited(7*time.Second)), 503, "tracker_unavailable", "fake: rate limited, asked to wait 7s"},
 		{"Refused", fmt.Errorf("plane: 400 {\"error\": \"state not in project\", \"url\": \"http://plane.internal/api/v1/\"}: %w", tracker.ErrRefused), 422, "refused", "fake: refused the write"},
 		{"KeyRefused", fmt.Errorf("plane: 403 from http://plane.internal/api/v1/ as user=relayr: %w", tracker.ErrUnauthorized), 503, "tracker_unavailable", "fake: the tenant's key was refused"},
-		{"Unforeseen", errors.New("dial tcp 10.0.0.7:8000: i/o timeout"), 503, "tracker_unavailable", "the write could not be made now; retry"},
+		// A driver's error of no kind of the port's is unavailable
+		// (tracker.Tracker's mapping), and named so.
+		{"Unforeseen", errors.New("dial tcp 10.0.0.7:8000: i/o timeout"), 503, "tracker_unavailable", "fake: unavailable"},
 	} {
 		t.Run("AWriteThatFailsNamesTheTrackerAndTheKindOfFailure/"+c.name, func(t *testing.T) {
 			e := newEnv(t)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/tracker/drivertest"
 	"github.com/relayr-go/relayr/core/tracker/trackertest"
+	"github.com/relayr-go/relayr/fixtures/livehook"
 	"github.com/relayr-go/relayr/fixtures/vikunjaemu"
 )
 
@@ -210,11 +210,10 @@ func (l live) deletion(t *testing.T) func(id, secret string) (http.Header, []byt
 	}
 }
 
-// liveHooks receives a live server's webhook deliveries on a loopback
-// listener, through project webhooks it registers (one per secret) and
-// deletes when the test ends.
+// liveHooks registers project webhooks on a live server (one per secret),
+// pointed at a loopback receiver, and deletes them when the run ends.
 type liveHooks struct {
-	srv     *httptest.Server
+	rx      *livehook.Receiver
 	person  livePerson
 	project int64
 	// owner is the test the hooks live as long as: each subtest's
@@ -223,49 +222,10 @@ type liveHooks struct {
 
 	mu         sync.Mutex
 	registered map[string]bool
-	got        []liveDelivery
-	arrived    chan struct{}
 }
-
-type liveDelivery struct {
-	header http.Header
-	body   []byte
-	event  string
-	task   string
-}
-
-// liveDeliveryWait is how long a delivery may take to arrive: Vikunja
-// queues it in memory and retries a failure within about 4 s.
-const liveDeliveryWait = 30 * time.Second
 
 func newLiveHooks(t *testing.T, p livePerson, project int64) *liveHooks {
-	h := &liveHooks{person: p, project: project, owner: t, registered: map[string]bool{}, arrived: make(chan struct{}, 1)}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		var d struct {
-			Event string `json:"event_name"`
-			Data  struct {
-				Task struct {
-					ID int64 `json:"id"`
-				} `json:"task"`
-			} `json:"data"`
-		}
-		_ = json.Unmarshal(body, &d)
-		h.mu.Lock()
-		h.got = append(h.got, liveDelivery{header: r.Header.Clone(), body: body, event: d.Event, task: strconv.FormatInt(d.Data.Task.ID, 10)})
-		h.mu.Unlock()
-		select {
-		case h.arrived <- struct{}{}:
-		default:
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
+	return &liveHooks{rx: livehook.New(t), person: p, project: project, owner: t, registered: map[string]bool{}}
 }
 
 // register adds a webhook on the project for task.updated and task.deleted,
@@ -276,7 +236,7 @@ func (h *liveHooks) register(t *testing.T, secret string) {
 	if h.registered[secret] {
 		return
 	}
-	body := fmt.Sprintf(`{"target_url":%q,"events":[%q,%q],"secret":%q}`, h.srv.URL+"/hook", vikunja.EventTaskUpdated, vikunja.EventTaskDeleted, secret)
+	body := fmt.Sprintf(`{"target_url":%q,"events":[%q,%q],"secret":%q}`, h.rx.URL, vikunja.EventTaskUpdated, vikunja.EventTaskDeleted, secret)
 	out, err := h.person.call(t.Context(), http.MethodPut, fmt.Sprintf("/api/v1/projects/%d/webhooks", h.project), "application/json", body)
 	if err != nil {
 		t.Fatalf("registering a webhook on project %d: %v", h.project, err)
@@ -298,28 +258,22 @@ func (h *liveHooks) register(t *testing.T, secret string) {
 	})
 }
 
-// await answers the first delivery of event about task, failing the test
-// with what the server needs when none arrives.
+// await answers the first delivery of event about task.
 func (h *liveHooks) await(t *testing.T, event, task string) (http.Header, []byte) {
-	deadline := time.After(liveDeliveryWait)
-	for {
-		h.mu.Lock()
-		for _, d := range h.got {
-			if d.event == event && d.task == task {
-				h.mu.Unlock()
-				return d.header, d.body
-			}
+	d := h.rx.Await(t, event+" about task "+task, "A Vikunja delivers to a loopback address only with "+
+		"`outgoingrequests.allownonroutableips: true` in its config, and only with webhooks enabled "+
+		"(`webhooks.enabled`, on by default).", func(d livehook.Delivery) bool {
+		var p struct {
+			Event string `json:"event_name"`
+			Data  struct {
+				Task struct {
+					ID int64 `json:"id"`
+				} `json:"task"`
+			} `json:"data"`
 		}
-		n := len(h.got)
-		h.mu.Unlock()
-		select {
-		case <-h.arrived:
-		case <-deadline:
-			t.Fatalf("no %s delivery about task %s reached %s within %s (%d others did). A Vikunja delivers "+
-				"to a loopback address only with `outgoingrequests.allownonroutableips: true` in its config, and "+
-				"only with webhooks enabled (`webhooks.enabled`, on by default).", event, task, h.srv.URL, liveDeliveryWait, n)
-		}
-	}
+		return json.Unmarshal(d.Body, &p) == nil && p.Event == event && strconv.FormatInt(p.Data.Task.ID, 10) == task
+	})
+	return d.Header, d.Body
 }
 
 // livePerson acts through a live server's API, as the web UI would.
