@@ -4,9 +4,8 @@
 //
 // Gitea takes no idempotency key and has no field for one, so an issue
 // relayr files carries a marker on the last line of its body, a hidden
-// HTML comment that Gitea stores verbatim:
-// "<!-- lattice-key: lattice:<tenant>/<workspace>/<key> -->", the key
-// percent-escaped so that no key can end the comment (ADR-0033). Find
+// HTML comment that Gitea stores verbatim (tracker.HiddenMarker,
+// ADR-0033). Find
 // reads the plain issue list by the token's user, newest first, which
 // reads the database; a search with q= goes through the issue indexer,
 // which lags a new issue, and would have a retaken claim file it twice
@@ -173,7 +172,7 @@ func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, sourc
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cl: cl, cfg: c.cfg, owner: c.owner, name: c.name, source: source, labels: map[string]int64{}, names: map[int64]string{}}
+	d := &Driver{cl: cl, cfg: c.cfg, owner: c.owner, name: c.name, marker: tracker.HiddenMarker{Source: source}, labels: map[string]int64{}, names: map[int64]string{}}
 	var repo struct {
 		FullName    string `json:"full_name"`
 		Permissions struct {
@@ -218,9 +217,9 @@ type Driver struct {
 	cl          *trackerhttp.Client
 	cfg         Config
 	owner, name string
-	source      tracker.Source
-	login       string // the user the token acts as: Find's created_by
-	writer      bool   // the token may write the repository's issues (labels)
+	marker      tracker.HiddenMarker // the key in a body (ADR-0033)
+	login       string               // the user the token acts as: Find's created_by
+	writer      bool                 // the token may write the repository's issues (labels)
 
 	mu     sync.Mutex
 	labels map[string]int64 // name → id

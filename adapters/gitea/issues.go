@@ -33,7 +33,7 @@ func (d *Driver) Find(ctx context.Context, key string) (tracker.Item, error) {
 			return tracker.Item{}, err
 		}
 		for i := range ws {
-			if k, _ := d.unmark(ws[i].Body); k == key && !ws[i].pull() {
+			if k, _ := d.marker.Unmark(ws[i].Body); k == key && !ws[i].pull() {
 				// Newest first: the last match is the oldest item, the
 				// one a retaken claim's predecessor filed first.
 				found = &ws[i]
@@ -77,7 +77,7 @@ func (d *Driver) Create(ctx context.Context, key string, dr tracker.Draft) (trac
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	body := map[string]any{"title": dr.Title, "body": d.mark(dr.Description, key)}
+	body := map[string]any{"title": dr.Title, "body": d.marker.Mark(dr.Description, key)}
 	if len(ids) > 0 {
 		body["labels"] = ids
 	}
@@ -157,7 +157,7 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 	if p.Description != nil && *p.Description != it.Description {
 		body := *p.Description
 		if it.Ref.Key != "" {
-			body = d.mark(body, it.Ref.Key)
+			body = d.marker.Mark(body, it.Ref.Key)
 		}
 		edit["body"] = body
 	}
@@ -213,7 +213,7 @@ func (d *Driver) setLabels(ctx context.Context, id string, names []string) error
 // issue tells apart from a server failing.
 func (d *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
 	n, _ := strconv.ParseInt(id, 10, 64) // checked by ValidID
-	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodPost, Path: d.repoPath("issues/" + id + "/comments"), Body: map[string]string{"body": d.mark(body, key)}})
+	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodPost, Path: d.repoPath("issues/" + id + "/comments"), Body: map[string]string{"body": d.marker.Mark(body, key)}})
 	if err != nil {
 		if a.Status == http.StatusInternalServerError {
 			return tracker.Comment{}, d.gone(ctx, id, err)

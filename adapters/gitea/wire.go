@@ -82,7 +82,7 @@ func (w wireIssue) pull() bool {
 // marker (under this workspace's source) its key, and the marker is taken
 // out of its description.
 func (d *Driver) item(w wireIssue) tracker.Item {
-	key, desc := d.unmark(w.Body)
+	key, desc := d.marker.Unmark(w.Body)
 	ref := tracker.ItemRef{ID: strconv.FormatInt(w.Number, 10), Number: w.Number, Name: "#" + strconv.FormatInt(w.Number, 10), Key: key}
 	ref.Link = d.Link(ref)
 	state := tracker.Todo
@@ -98,7 +98,7 @@ func (d *Driver) item(w wireIssue) tracker.Item {
 }
 
 func (d *Driver) comment(issue int64, w wireComment) tracker.Comment {
-	key, body := d.unmark(w.Body)
+	key, body := d.marker.Unmark(w.Body)
 	c := tracker.Comment{ID: strconv.FormatInt(w.ID, 10), ItemID: strconv.FormatInt(issue, 10), Body: body, Key: key, CreatedAt: w.CreatedAt.UTC()}
 	if w.User != nil {
 		c.Author = w.User.Login

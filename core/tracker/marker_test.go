@@ -1,4 +1,4 @@
-package gitea
+package tracker_test
 
 import (
 	"testing"
@@ -7,13 +7,13 @@ import (
 )
 
 func TestTheMarkerReadsBackEveryKeyAndBodyAsFiled(t *testing.T) {
-	d := &Driver{source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "ops"}}
+	d := tracker.HiddenMarker{Source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "ops"}}
 	keys := []string{"k1", "ci/run-42/failure", "a--b-->c", `quote"s 'and' <tags> & %41 _ *`, "é中🙂", "x\u00a0y", "-->", "%"}
 	bodies := []string{"", "one line", "two\nlines", "ends with a newline\n", "blank\n\nlines", "crlf\r\nbody", "<!-- a comment of its own -->"}
 	for _, k := range keys {
 		for _, b := range bodies {
-			marked := d.mark(b, k)
-			gotKey, gotBody := d.unmark(marked)
+			marked := d.Mark(b, k)
+			gotKey, gotBody := d.Unmark(marked)
 			if gotKey != k || gotBody != b {
 				t.Errorf("key %q body %q: marked %q, read back key %q body %q", k, b, marked, gotKey, gotBody)
 			}
@@ -22,16 +22,16 @@ func TestTheMarkerReadsBackEveryKeyAndBodyAsFiled(t *testing.T) {
 }
 
 func TestAMarkerOfAnotherSourceOrNoneIsLeftInTheBody(t *testing.T) {
-	d := &Driver{source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "ops"}}
-	other := &Driver{source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "dev"}}
+	d := tracker.HiddenMarker{Source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "ops"}}
+	other := tracker.HiddenMarker{Source: tracker.Source{Namespace: "lattice", Tenant: "acme", Workspace: "dev"}}
 	for _, text := range []string{
-		other.mark("filed by dev", "k1"),
+		other.Mark("filed by dev", "k1"),
 		"no marker at all",
 		"<!-- lattice-key: lattice:acme/ops/k1 --> then more text",
 		"<!-- lattice-key: lattice:acme/ops/k%zz -->",
 		"<!-- lattice-key: lattice:acme/ops/%6B -->", // not as escapeKey writes it
 	} {
-		if k, b := d.unmark(text); k != "" || b != text {
+		if k, b := d.Unmark(text); k != "" || b != text {
 			t.Errorf("%q read as key %q body %q, want no key and the text as it is", text, k, b)
 		}
 	}
