@@ -104,6 +104,7 @@ type account struct {
 
 	limited     int64 // 429s received
 	spareDenied int64 // spare requests refused for want of budget
+	unchanged   int64 // conditional reads answered 304 and given back
 	streak      int   // 429s or unavailable answers in a row
 	streakWhat  string
 }
@@ -644,6 +645,7 @@ func (b *Budget) meter(ctx context.Context, key string, u use, prepaid int32) co
 
 func (m *meter) ctx(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, meterKey{}, m)
+	ctx = tracker.WithFree(ctx, m.free)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) { m.sent() },
 	})
@@ -680,6 +682,24 @@ func (m *meter) sent() {
 	if m.reserve > 0 {
 		m.reserve--
 		a.reserved--
+	}
+}
+
+// free gives back one request the call counted: the tracker answered it
+// 304 to a conditional request and counts it against nothing (GitHub).
+// The pacer still spaced it; the minute no longer holds it.
+func (m *meter) free() {
+	b := m.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.account(m.key, b.clock.Now())
+	a.unchanged++
+	s := &a.reads
+	if m.use == useWrite {
+		s = &a.writes
+	}
+	if n := len(*s); n > 0 {
+		*s = (*s)[:n-1]
 	}
 }
 
@@ -755,6 +775,9 @@ type KeyStatus struct {
 	// budget refused.
 	RateLimited  int64 `json:"rate_limited"`
 	SpareRefused int64 `json:"spare_refused"`
+	// Unchanged counts the conditional reads the tracker answered 304,
+	// which cost nothing of its limit and were given back.
+	Unchanged int64 `json:"unchanged"`
 	// Queued is how many polls wait for the pacer now.
 	Queued int `json:"queued"`
 }
@@ -773,7 +796,7 @@ func (b *Budget) Status() []KeyStatus {
 			Key: key, Limit: b.limit, Replicas: b.replicas, ReplicaLimit: b.share(), SpentAcrossReplicas: spent,
 			Spent: spent, Writes: len(a.writes), Reads: len(a.reads),
 			Left: max(0, b.share()-spent), Followed: len(a.followed), FloorPerMinute: need,
-			Stretched: b.floorNeed(a) > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied,
+			Stretched: b.floorNeed(a) > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied, Unchanged: a.unchanged,
 			Queued: int(a.nextTicket - a.serving),
 		})
 	}

@@ -470,3 +470,28 @@ func TestAReplicaThatStartsLeavesRoomForWhatGoneReplicasSpent(t *testing.T) {
 		}
 	})
 }
+
+// TestA304IsGivenBack: a conditional read the tracker answers 304 costs
+// nothing of its limit (GitHub), so the minute no longer counts it.
+func TestA304IsGivenBack(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	b := budget.New(clk, 10)
+	ctx, done, err := b.Floor(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	tracker.Sent(ctx) // the poll's conditional first page, prepaid
+	tracker.Sent(ctx) // its next page
+	if got := b.Left("k"); got != 8 {
+		t.Fatalf("left %d after two requests, want 8", got)
+	}
+	tracker.Free(ctx)
+	if got := b.Left("k"); got != 9 {
+		t.Fatalf("left %d after a 304 was given back, want 9", got)
+	}
+	if s := b.Status(); len(s) != 1 || s[0].Unchanged != 1 {
+		t.Fatalf("status %+v, want one unchanged read", s)
+	}
+	tracker.Free(context.Background()) // a context no budget meters: nothing happens
+}

@@ -390,6 +390,24 @@ func ValidatePatch(p Patch) error {
 // key in relayr, which the ledger's MaxKey refers to.
 const MaxKeyBytes = 1024
 
+// freeKey finds in a context what Free calls.
+type freeKey struct{}
+
+// WithFree answers a context whose Free calls free: a meter of requests
+// (relayr's budget) gives back one request it counted.
+func WithFree(ctx context.Context, free func()) context.Context {
+	return context.WithValue(ctx, freeKey{}, free)
+}
+
+// Free tells whoever meters ctx's requests that the last one sent cost
+// nothing of the tracker's limit: a conditional GET answered 304 Not
+// Modified, which GitHub does not count. trackerhttp calls it.
+func Free(ctx context.Context) {
+	if f, ok := ctx.Value(freeKey{}).(func()); ok {
+		f()
+	}
+}
+
 // Sent tells whoever meters ctx's requests that one tracker request was
 // sent. relayr's budget meters a tracker's requests through ctx's
 // httptrace.ClientTrace (its WroteRequest hook), which net/http calls for

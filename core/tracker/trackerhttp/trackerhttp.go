@@ -149,6 +149,9 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg, http: &hc, kept: map[string]*kept{}}, nil
 }
 
+// BaseURL answers the URL requests' paths are joined to.
+func (c *Client) BaseURL() string { return c.cfg.BaseURL }
+
 // Name is the prefix of the client's errors.
 func (c *Client) Name() string { return c.cfg.Name }
 
@@ -158,6 +161,11 @@ type Request struct {
 	// Path is joined to Config.BaseURL; Query is encoded after it.
 	Path  string
 	Query url.Values
+	// URL, when set, is the whole URL in place of Path and Query: a Link
+	// header's next page, a redirect's Location. It must be on BaseURL's
+	// scheme and host, or the request is refused unsent: the key is never
+	// sent anywhere else.
+	URL string
 	// Body, when not nil, is sent as JSON.
 	Body any
 	// ContentType of Body; default application/json.
@@ -199,6 +207,12 @@ func (c *Client) Do(ctx context.Context, req Request) (Answer, error) {
 		target += "?" + req.Query.Encode()
 	}
 	what := req.Method + " " + req.Path
+	if req.URL != "" {
+		if !c.sameOrigin(req.URL) {
+			return Answer{}, fmt.Errorf("%s: %s is not on %s: %w", c.cfg.Name, tracker.Quote(req.URL), c.cfg.BaseURL, tracker.ErrRefused)
+		}
+		target, what = req.URL, req.Method+" "+req.URL
+	}
 	var payload []byte
 	if req.Body != nil {
 		b, err := json.Marshal(req.Body)
@@ -281,12 +295,23 @@ func (c *Client) send(ctx context.Context, req Request, target, what string, pay
 	}
 	a := Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}
 	if conditional {
-		a = c.keep(target, a)
+		if a = c.keep(target, a); a.NotModified {
+			// A 304 costs nothing of the tracker's limit (GitHub's
+			// conditional requests): whoever meters ctx is told.
+			tracker.Free(ctx)
+		}
 	}
 	if err := c.classify(a); err != nil {
 		return a, fmt.Errorf("%s: %s: %w", c.cfg.Name, what, err)
 	}
 	return a, nil
+}
+
+// sameOrigin reports whether u is on the base URL's scheme and host.
+func (c *Client) sameOrigin(u string) bool {
+	a, err := url.Parse(u)
+	b, berr := url.Parse(c.cfg.BaseURL)
+	return err == nil && berr == nil && a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host) && a.User == nil
 }
 
 // transport maps a request that got no whole answer.

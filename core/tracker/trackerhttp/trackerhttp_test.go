@@ -195,13 +195,21 @@ func TestConditionalGETsAnswerTheKeptAnswerOn304(t *testing.T) {
 		_, _ = io.WriteString(w, `[1,2,3]`)
 	}), trackerhttp.Config{})
 	req := trackerhttp.Request{Method: http.MethodGet, Path: "list", Conditional: true}
-	first, err := c.Do(context.Background(), req)
+	var freed atomic.Int64
+	ctx := tracker.WithFree(context.Background(), func() { freed.Add(1) })
+	first, err := c.Do(ctx, req)
 	if err != nil || first.NotModified || string(first.Body) != `[1,2,3]` {
 		t.Fatalf("first: %+v %v", first, err)
 	}
-	again, err := c.Do(context.Background(), req)
+	if freed.Load() != 0 {
+		t.Fatal("a 200 was given back as free")
+	}
+	again, err := c.Do(ctx, req)
 	if err != nil || !again.NotModified || string(again.Body) != `[1,2,3]` || again.Status != http.StatusOK {
 		t.Fatalf("second: %+v %v, want the kept answer, NotModified", again, err)
+	}
+	if freed.Load() != 1 {
+		t.Fatalf("the 304 was given back %d times, want once", freed.Load())
 	}
 	if served.Load() != 1 || notModified.Load() != 1 {
 		t.Fatalf("served %d, not modified %d", served.Load(), notModified.Load())
@@ -266,6 +274,26 @@ func TestVerifySHA256(t *testing.T) {
 	} {
 		if ok {
 			t.Errorf("%s verifies", name)
+		}
+	}
+}
+
+func TestAnAbsoluteURLMustBeOnTheBaseURLsHost(t *testing.T) {
+	var got string
+	c := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.String()
+		_, _ = io.WriteString(w, "[]")
+	}), trackerhttp.Config{AuthValue: "Bearer secret"})
+	base := c.BaseURL()
+	if _, err := c.Do(context.Background(), trackerhttp.Request{Method: http.MethodGet, URL: base + "repositories/7/issues?page=2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "/api/repositories/7/issues?page=2" {
+		t.Fatalf("sent to %s", got)
+	}
+	for _, u := range []string{"http://127.0.0.1:1/elsewhere", "https" + strings.TrimPrefix(base, "http"), "http://user:pw@" + strings.TrimPrefix(base, "http://")} {
+		if _, err := c.Do(context.Background(), trackerhttp.Request{Method: http.MethodGet, URL: u}); !errors.Is(err, tracker.ErrRefused) || !tracker.CertainlyNotTaken(err) {
+			t.Errorf("%s: %v, want refused unsent", u, err)
 		}
 	}
 }
