@@ -101,7 +101,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &tracker.InvalidError{Field: "gitea base URL", Reason: tracker.Quote(cfg.BaseURL) + " is not an http(s) URL"}
 	}
-	owner, name, err := ParseRepo(cfg.Repo)
+	owner, name, err := tracker.ParseRepo(cfg.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -120,21 +120,6 @@ func NewConnector(cfg Config) (*Connector, error) {
 		cfg.Now = time.Now
 	}
 	return &Connector{cfg: cfg, owner: owner, name: name, users: map[string]string{}}, nil
-}
-
-// ParseRepo splits a repository's "owner/name", refusing what cannot name
-// one.
-func ParseRepo(repo string) (owner, name string, err error) {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || !repoPart(owner) || !repoPart(name) {
-		return "", "", &tracker.InvalidError{Field: "gitea repo", Reason: tracker.Quote(repo) + ` is not "owner/name"`}
-	}
-	return owner, name, nil
-}
-
-// repoPart reports whether s can be an owner's or a repository's name.
-func repoPart(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/?#% \t\r\n")
 }
 
 // Kind implements tracker.Connector.

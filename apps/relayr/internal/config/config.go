@@ -18,7 +18,6 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -480,7 +479,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 			add("%s: vikunja's project is a number, not %q", where, b.Project)
 		}
 		if b.Tracker == "gitea" && b.Project != "" {
-			if _, _, err := gitea.ParseRepo(b.Project); err != nil {
+			if _, _, err := tracker.ParseRepo(b.Project); err != nil {
 				add("%s: gitea's project is its repository, \"owner/name\", not %q", where, b.Project)
 			}
 		}
