@@ -9,6 +9,7 @@ require (
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/relayr-go/relayr/adapters/gitea v0.0.0
+	github.com/relayr-go/relayr/adapters/github v0.0.0
 	github.com/relayr-go/relayr/adapters/httpapi v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
@@ -102,6 +103,7 @@ require (
 
 replace (
 	github.com/relayr-go/relayr/adapters/gitea => ../../adapters/gitea
+	github.com/relayr-go/relayr/adapters/github => ../../adapters/github
 	github.com/relayr-go/relayr/adapters/httpapi => ../../adapters/httpapi
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/relayr-go/relayr/adapters/gitea"
+	"github.com/relayr-go/relayr/adapters/github"
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
@@ -143,8 +144,16 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 		return gitea.NewConnector(gitea.Config{
 			BaseURL: b.BaseURL, WebURL: b.WebURL, Repo: b.Project, Namespace: b.Namespace, Client: client, Timeout: t.Requests(),
 		})
+	case github.Kind:
+		var client *http.Client
+		if transport != nil {
+			client = &http.Client{Transport: transport}
+		}
+		return github.NewConnector(github.Config{
+			BaseURL: b.BaseURL, WebURL: b.WebURL, Repo: b.Project, Login: b.Login, Namespace: b.Namespace, Client: client, Timeout: t.Requests(),
+		})
 	}
-	return nil, fmt.Errorf("tracker %q is not plane, vikunja or gitea", b.Tracker)
+	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea or github", b.Tracker)
 }
 
 // Bindings makes the configuration's bindings, the bindings of one tracker

@@ -101,7 +101,7 @@ type Tenant struct {
 	Name  string `toml:"name"`
 	Token Secret `toml:"token"`
 	// Trackers holds the tenant's key per tracker kind ("plane",
-	// "vikunja", "gitea").
+	// "vikunja", "gitea", "github").
 	Trackers map[string]TrackerCredentials `toml:"trackers"`
 }
 
@@ -116,7 +116,7 @@ type TrackerCredentials struct {
 type Binding struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
-	// Tracker is "plane", "vikunja" or "gitea".
+	// Tracker is "plane", "vikunja", "gitea" or "github".
 	Tracker string `toml:"tracker"`
 	BaseURL string `toml:"base_url"`
 	// WebURL is Plane's web app, for links (default BaseURL).
@@ -124,11 +124,15 @@ type Binding struct {
 	// PlaneWorkspace is Plane's workspace slug.
 	PlaneWorkspace string `toml:"plane_workspace"`
 	// Project is Plane's project id, Vikunja's project number or
-	// Gitea's repository ("owner/name").
+	// Gitea's or GitHub's repository ("owner/name").
 	Project string `toml:"project"`
 	// Identifier is Plane's project identifier ("OPS"), read from Plane
 	// when empty.
 	Identifier string `toml:"identifier"`
+	// Login is the account a GitHub token files as, for an installation
+	// token ("<app-slug>[bot]"), which cannot read its own; read from
+	// GitHub when empty.
+	Login string `toml:"login"`
 	// Namespace of the source (default "lattice").
 	Namespace string   `toml:"namespace"`
 	Defaults  Defaults `toml:"defaults"`
@@ -321,7 +325,7 @@ func decodeProblems(err error) []string {
 }
 
 // Kinds of tracker a binding may name.
-var Kinds = []string{"plane", "vikunja", "gitea"}
+var Kinds = []string{"plane", "vikunja", "gitea", "github"}
 
 func (c *Config) validate() []string {
 	var p []string
@@ -419,7 +423,7 @@ func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 		}
 		for kind, cr := range t.Trackers {
 			if !known(kind) {
-				add("tenant %q: tracker %q is not plane, vikunja or gitea", t.Name, kind)
+				add("tenant %q: tracker %q is not plane, vikunja, gitea or github", t.Name, kind)
 			}
 			if !cr.Key.Set() {
 				add("tenant %q: trackers.%s.key must be read from env or file", t.Name, kind)
@@ -454,7 +458,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		}
 		bound[b.Tenant+"/"+b.Workspace] = true
 		if !known(b.Tracker) {
-			add("%s: tracker %q is not plane, vikunja or gitea", where, b.Tracker)
+			add("%s: tracker %q is not plane, vikunja, gitea or github", where, b.Tracker)
 		} else if t != nil {
 			if _, ok := t.Trackers[b.Tracker]; !ok {
 				add("%s: tenant %q has no credentials for %s", where, b.Tenant, b.Tracker)
@@ -478,10 +482,13 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		if b.Tracker == "vikunja" && !allDigits(b.Project) {
 			add("%s: vikunja's project is a number, not %q", where, b.Project)
 		}
-		if b.Tracker == "gitea" && b.Project != "" {
+		if (b.Tracker == "gitea" || b.Tracker == "github") && b.Project != "" {
 			if _, _, err := tracker.ParseRepo(b.Project); err != nil {
-				add("%s: gitea's project is its repository, \"owner/name\", not %q", where, b.Project)
+				add("%s: %s's project is its repository, \"owner/name\", not %q", where, b.Tracker, b.Project)
 			}
+		}
+		if b.Login != "" && b.Tracker != "github" {
+			add("%s: login is for github, whose installation tokens cannot read their own account", where)
 		}
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))

@@ -169,7 +169,7 @@ func TestRefusals(t *testing.T) {
 		}, `tenant "nobody" is not configured`},
 		{"AnUnknownTracker", func(s string) string {
 			return strings.Replace(s, `tracker = "plane"`, `tracker = "jira"`, 1)
-		}, `tracker "jira" is not plane, vikunja or gitea`},
+		}, `tracker "jira" is not plane, vikunja, gitea or github`},
 		{"NoCredentialsForTheBindingsTracker", func(s string) string {
 			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
 		}, `tenant "acme" has no credentials for plane`},

@@ -1,0 +1,426 @@
+package github
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
+)
+
+// wireIssue is the part of GitHub's issue object the driver reads
+// (components.schemas.issue).
+type wireIssue struct {
+	ID          int64            `json:"id"`
+	Number      int64            `json:"number"`
+	Title       string           `json:"title"`
+	Body        *string          `json:"body"`
+	State       string           `json:"state"`
+	StateReason *string          `json:"state_reason"`
+	Labels      []wireLabel      `json:"labels"`
+	HTMLURL     string           `json:"html_url"`
+	RepoURL     string           `json:"repository_url"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	PullRequest *json.RawMessage `json:"pull_request"`
+}
+
+type wireLabel struct {
+	Name string `json:"name"`
+}
+
+type wireComment struct {
+	ID        int64                   `json:"id"`
+	Body      string                  `json:"body"`
+	User      *struct{ Login string } `json:"user"`
+	CreatedAt time.Time               `json:"created_at"`
+}
+
+var errNoID = errors.New("an issue without an id or a number")
+
+func decodeIssue(b []byte) (wireIssue, error) {
+	var w wireIssue
+	if err := json.Unmarshal(b, &w); err != nil {
+		return wireIssue{}, err
+	}
+	if w.ID <= 0 || w.Number <= 0 {
+		return wireIssue{}, errNoID
+	}
+	return w, nil
+}
+
+func decodeIssues(b []byte) ([]wireIssue, error) {
+	var ws []wireIssue
+	if err := json.Unmarshal(b, &ws); err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		if w.ID <= 0 || w.Number <= 0 {
+			return nil, errNoID
+		}
+	}
+	return ws, nil
+}
+
+// pull reports a pull request: every issues list holds them, with a
+// pull_request key (paths./repos/{owner}/{repo}/issues.get).
+func (w wireIssue) pull() bool { return w.PullRequest != nil && string(*w.PullRequest) != "null" }
+
+func (w wireIssue) body() string {
+	if w.Body == nil {
+		return ""
+	}
+	return *w.Body
+}
+
+// state maps open and closed with its reason onto the port: a closing as
+// not planned (or as a duplicate) is cancelled, any other closing done.
+func (w wireIssue) state() tracker.State {
+	if w.State != "closed" {
+		return tracker.Todo
+	}
+	if w.StateReason != nil && (*w.StateReason == "not_planned" || *w.StateReason == "duplicate") {
+		return tracker.Cancelled
+	}
+	return tracker.Done
+}
+
+// closing is the state and reason an item set to s is sent as.
+func closing(s tracker.State) (state, reason string) {
+	switch s {
+	case tracker.Done:
+		return "closed", "completed"
+	case tracker.Cancelled:
+		return "closed", "not_planned"
+	}
+	return "open", ""
+}
+
+// item maps an issue onto the port's item; id is the number relayr knows
+// it by (a transferred issue keeps it, and its new link).
+func (d *Driver) item(w wireIssue, id string) tracker.Item {
+	key, desc := d.marker.Unmark(w.body())
+	n, _ := strconv.ParseInt(id, 10, 64)
+	ref := tracker.ItemRef{ID: id, Number: n, Name: "#" + id, Key: key}
+	ref.Link = d.Link(ref)
+	if d.moved(w) && w.HTMLURL != "" {
+		// Transferred: the same item, now linked where it went.
+		ref.Link = w.HTMLURL
+	}
+	labels := make([]string, 0, len(w.Labels))
+	for _, l := range w.Labels {
+		labels = append(labels, l.Name)
+	}
+	sort.Strings(labels)
+	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: w.state(), Labels: labels, UpdatedAt: w.UpdatedAt.UTC()}
+}
+
+// moved reports an issue read in another repository than the driver's:
+// one transferred, read through its 301.
+func (d *Driver) moved(w wireIssue) bool {
+	return w.RepoURL != "" && !strings.HasSuffix(strings.ToLower(w.RepoURL), strings.ToLower("/repos/"+d.owner+"/"+d.name))
+}
+
+func (d *Driver) listed(w wireIssue) tracker.Item { return d.item(w, strconv.FormatInt(w.Number, 10)) }
+
+// checkBody refuses a body GitHub would refuse for its length, the marker
+// counted, before anything is sent.
+func checkBody(field, body string) error {
+	if n := utf8.RuneCountInString(body); n > MaxBody {
+		return &tracker.InvalidError{Field: field, Reason: fmt.Sprintf("is %d characters with relayr's marker; GitHub keeps %d", n, MaxBody)}
+	}
+	return nil
+}
+
+// Find implements tracker.Driver: the issues the token's account created,
+// newest first (creator=&sort=created&direction=desc&state=all), matched
+// by their marker; the first page holding the key answers. GitHub's search
+// lags a new issue and would answer a retaken claim "none" for an item
+// just filed (docs/trackers/github.md §4). A key never filed reads every
+// page of the account's issues, 100 a request.
+func (d *Driver) Find(ctx context.Context, key string) (tracker.Item, error) {
+	q := url.Values{"creator": {d.login}, "state": {"all"}, "sort": {"created"}, "direction": {"desc"}, "per_page": {strconv.Itoa(PerPage)}}
+	req := trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues"), Query: q}
+	var found *wireIssue
+	for {
+		a, err := d.do(ctx, req)
+		if err != nil {
+			return tracker.Item{}, err
+		}
+		ws, err := decodeIssues(a.Body)
+		if err != nil {
+			return tracker.Item{}, trackerhttp.Garbled("github", "issue list", err)
+		}
+		for i := range ws {
+			if k, _ := d.marker.Unmark(ws[i].body()); k == key && !ws[i].pull() {
+				found = &ws[i] // newest first: the last match is the first filed
+			}
+		}
+		next := nextLink(a.Header)
+		if found != nil || next == "" {
+			break
+		}
+		req = trackerhttp.Request{Method: http.MethodGet, URL: next}
+	}
+	if found == nil {
+		return tracker.Item{}, fmt.Errorf("github: no issue is marked with key %s: %w", tracker.Quote(key), tracker.ErrNotFound)
+	}
+	return d.listed(*found), nil
+}
+
+// Create implements tracker.Driver: one POST with the marked body and the
+// labels by name (GitHub makes the missing ones); a done or cancelled
+// draft is then closed with its reason, since a create takes no state.
+// GitHub drops labels silently for a token without push access, so such a
+// draft is refused before anything is filed.
+func (d *Driver) Create(ctx context.Context, key string, dr tracker.Draft) (tracker.Item, error) {
+	if len(dr.Labels) > 0 && !d.push {
+		return tracker.Item{}, fmt.Errorf("github: the token has no push access to %s, so labels %q would be dropped: %w", d.Project(), dr.Labels, tracker.ErrRefused)
+	}
+	body := d.marker.Mark(dr.Description, key)
+	if err := checkBody("description", body); err != nil {
+		return tracker.Item{}, err
+	}
+	req := map[string]any{"title": dr.Title, "body": body}
+	if len(dr.Labels) > 0 {
+		req["labels"] = dr.Labels
+	}
+	a, err := d.do(ctx, trackerhttp.Request{Method: http.MethodPost, Path: d.repoPath("issues"), Body: req})
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	w, err := decodeIssue(a.Body)
+	if err != nil {
+		return tracker.Item{}, trackerhttp.Garbled("github", "created issue", err)
+	}
+	id := strconv.FormatInt(w.Number, 10)
+	if state, reason := closing(dr.State); state == "closed" {
+		if w, err = d.patch(ctx, id, map[string]any{"state": state, "state_reason": reason}); err != nil {
+			return tracker.Item{}, trackerhttp.Landed("github", "issue #"+id, "closing it", err)
+		}
+	}
+	it := d.item(w, id)
+	for _, l := range dr.Labels {
+		if !slices.Contains(it.Labels, l) {
+			return tracker.Item{}, trackerhttp.Landed("github", "issue #"+id, "GitHub dropped its label "+tracker.Quote(l), errors.New("labels not kept"))
+		}
+	}
+	return it, nil
+}
+
+func (d *Driver) patch(ctx context.Context, id string, body map[string]any) (wireIssue, error) {
+	a, err := d.do(ctx, trackerhttp.Request{Method: http.MethodPatch, Path: d.repoPath("issues/" + id), Body: body})
+	if err != nil {
+		return wireIssue{}, err
+	}
+	w, err := decodeIssue(a.Body)
+	if err != nil {
+		return wireIssue{}, trackerhttp.Garbled("github", "edited issue", err)
+	}
+	return w, nil
+}
+
+// Item implements tracker.Driver: one read, conditional, so an unchanged
+// issue read again costs nothing of the hour. A transferred issue (301) is
+// followed and stays the same item; a deleted one answers 410, not found.
+func (d *Driver) Item(ctx context.Context, id string) (tracker.Item, error) {
+	w, err := d.issue(ctx, id)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	return d.item(w, id), nil
+}
+
+func (d *Driver) issue(ctx context.Context, id string) (wireIssue, error) {
+	a, err := d.do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/" + id), Conditional: true})
+	if err != nil {
+		return wireIssue{}, err
+	}
+	w, err := decodeIssue(a.Body)
+	if err != nil {
+		return wireIssue{}, trackerhttp.Garbled("github", "issue", err)
+	}
+	if w.pull() {
+		return wireIssue{}, fmt.Errorf("github: #%s is a pull request: %w", id, tracker.ErrNotFound)
+	}
+	return w, nil
+}
+
+// Update implements tracker.Driver: the issue is read and only what
+// differs is sent, in one PATCH (labels replace the set). GitHub ignores
+// a state_reason unless the state changes, so moving a closed issue
+// between done and cancelled reopens it and closes it again with the
+// other reason.
+func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
+	cur, err := d.issue(ctx, id)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	it := d.item(cur, id)
+	edit := map[string]any{}
+	if p.Title != nil && *p.Title != it.Title {
+		edit["title"] = *p.Title
+	}
+	if p.Description != nil && *p.Description != it.Description {
+		body := *p.Description
+		if it.Ref.Key != "" {
+			body = d.marker.Mark(body, it.Ref.Key)
+		}
+		if err := checkBody("description", body); err != nil {
+			return tracker.Item{}, err
+		}
+		edit["body"] = body
+	}
+	if p.Labels != nil && !sameSet(*p.Labels, it.Labels) {
+		if !d.push {
+			return tracker.Item{}, fmt.Errorf("github: the token has no push access to %s to set labels: %w", d.Project(), tracker.ErrRefused)
+		}
+		edit["labels"] = *p.Labels
+	}
+	reopen := false
+	if p.State != nil && d.Capabilities().Holds(*p.State) != it.State {
+		state, reason := closing(*p.State)
+		edit["state"] = state
+		if reason != "" {
+			edit["state_reason"] = reason
+		}
+		reopen = state == "closed" && cur.State == "closed"
+	}
+	if len(edit) == 0 {
+		return it, nil
+	}
+	if reopen {
+		if _, err := d.patch(ctx, id, map[string]any{"state": "open"}); err != nil {
+			return tracker.Item{}, err
+		}
+	}
+	w, err := d.patch(ctx, id, edit)
+	if err != nil {
+		if reopen {
+			return tracker.Item{}, trackerhttp.Landed("github", "issue #"+id+"'s reopening", "its edit", err)
+		}
+		return tracker.Item{}, err
+	}
+	return d.item(w, id), nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Comment implements tracker.Driver: the body with the key's marker on
+// its last line.
+func (d *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	marked := d.marker.Mark(body, key)
+	if err := checkBody("body", marked); err != nil {
+		return tracker.Comment{}, err
+	}
+	a, err := d.do(ctx, trackerhttp.Request{Method: http.MethodPost, Path: d.repoPath("issues/" + id + "/comments"), Body: map[string]string{"body": marked}})
+	if err != nil {
+		return tracker.Comment{}, err
+	}
+	var w wireComment
+	if err := json.Unmarshal(a.Body, &w); err != nil || w.ID <= 0 {
+		return tracker.Comment{}, trackerhttp.Garbled("github", "comment", err)
+	}
+	return d.comment(id, w), nil
+}
+
+func (d *Driver) comment(id string, w wireComment) tracker.Comment {
+	key, body := d.marker.Unmark(w.Body)
+	c := tracker.Comment{ID: strconv.FormatInt(w.ID, 10), ItemID: id, Body: body, Key: key, CreatedAt: w.CreatedAt.UTC()}
+	if w.User != nil {
+		c.Author = w.User.Login
+	}
+	return c
+}
+
+// Comments implements tracker.Driver: the issue's comments, ascending by
+// id, every page (since filters on a comment's updated_at, so those
+// created before since are left out here).
+func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
+	q := url.Values{"per_page": {strconv.Itoa(PerPage)}}
+	if !since.IsZero() {
+		q.Set("since", since.UTC().Truncate(time.Second).Format(time.RFC3339))
+	}
+	req := trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/" + id + "/comments"), Query: q}
+	var out []tracker.Comment
+	for {
+		a, err := d.do(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		var ws []wireComment
+		if err := json.Unmarshal(a.Body, &ws); err != nil {
+			return nil, trackerhttp.Garbled("github", "comment list", err)
+		}
+		for _, w := range ws {
+			if w.ID <= 0 {
+				return nil, trackerhttp.Garbled("github", "comment list", errNoID)
+			}
+			if c := d.comment(id, w); !c.CreatedAt.Before(since) {
+				out = append(out, c)
+			}
+		}
+		next := nextLink(a.Header)
+		if next == "" {
+			break
+		}
+		req = trackerhttp.Request{Method: http.MethodGet, URL: next}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return tracker.LessID(out[i].ID, out[j].ID)
+	})
+	return out, nil
+}
+
+// Nudge implements tracker.Driver: X-Hub-Signature-256 must be "sha256="
+// and the hex HMAC-SHA256 of the raw body under secret; the project is the
+// payload's repository.full_name. An issues/deleted or issues/transferred
+// delivery about an issue names its number, for the follower to confirm
+// by a read (a transferred issue reads as itself, followed). GitHub never
+// retries a delivery; a redelivery carries the same body (and the same
+// X-GitHub-Delivery), which relayr's webhook route drops as a replay.
+func (d *Driver) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
+	if !trackerhttp.VerifySHA256(secret, "sha256=", header.Get(SignatureHeader), body) {
+		return tracker.Nudged{}, fmt.Errorf("github: the delivery's %s does not verify: %w", SignatureHeader, tracker.ErrUnauthorized)
+	}
+	var p struct {
+		Action string     `json:"action"`
+		Issue  *wireIssue `json:"issue"`
+		Repo   *struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return tracker.Nudged{}, fmt.Errorf("github: a signed delivery that isn't a GitHub event: %w", tracker.ErrRefused)
+	}
+	if p.Repo == nil || p.Repo.FullName == "" {
+		return tracker.Nudged{}, fmt.Errorf("github: the delivery names no repository: %w", tracker.ErrRefused)
+	}
+	n := tracker.Nudged{Project: p.Repo.FullName}
+	if header.Get("X-Github-Event") == "issues" && (p.Action == "deleted" || p.Action == "transferred") && p.Issue != nil && p.Issue.Number > 0 && !p.Issue.pull() {
+		n.Deleted = []string{strconv.FormatInt(p.Issue.Number, 10)}
+	}
+	return n, nil
+}
