@@ -124,6 +124,13 @@ func (g *grouper) row(ctx context.Context, k ledger.Key, sql string, args []any,
 			if !m.lead {
 				return m.err
 			}
+			// The lead may come as the caller gives up, and the select
+			// take it first: a caller gone leads no group (its group's
+			// next write may wait on a lock for the whole bound) but
+			// hands the lead on and goes at once, as withdraw does.
+			if ctx.Err() != nil && g.leave(w) {
+				return ctx.Err()
+			}
 			g.commitNext()
 		case <-done:
 			if g.withdraw(w) {
@@ -151,6 +158,20 @@ func (g *grouper) withdraw(w *groupWrite) bool {
 		g.handOnLocked()
 	default:
 	}
+	return true
+}
+
+// leave takes w, handed the lead, out of the queue and hands the lead on,
+// if no group has taken w; it reports whether it did.
+func (g *grouper) leave(w *groupWrite) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, w)
+	if i < 0 {
+		return false
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	g.handOnLocked()
 	return true
 }
 

@@ -77,6 +77,13 @@ func (w *writer) do(ctx context.Context, atomic bool, fn func(x on) error) error
 		case err := <-o.err:
 			return err
 		case <-o.lead:
+			// The lead may come as the caller gives up, and the select
+			// take it first: a caller gone leads no batch (a write
+			// queued after it may take long) but hands the lead on and
+			// goes at once, as withdraw does.
+			if ctx.Err() != nil && w.leave(o) {
+				return ctx.Err()
+			}
 			w.commitNext()
 			return <-o.err
 		case <-done:
@@ -104,6 +111,20 @@ func (w *writer) withdraw(o *op) bool {
 		w.handOnLocked()
 	default:
 	}
+	return true
+}
+
+// leave takes o, handed the lead, out of the queue and hands the lead on,
+// if no batch has taken o; it reports whether it did.
+func (w *writer) leave(o *op) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(w.queue, o)
+	if i < 0 {
+		return false
+	}
+	w.queue = slices.Delete(w.queue, i, i+1)
+	w.handOnLocked()
 	return true
 }
 
