@@ -60,6 +60,9 @@ type Budget struct {
 	logger *slog.Logger
 	m      metrics.Metrics
 
+	// windows are the trackers' own windows, by kind (TrackerWindow).
+	windows map[string][]TrackerWindow
+
 	mu   sync.Mutex
 	keys map[string]*account
 	// replicas is how many replicas share every key's limit (SetReplicas):
@@ -102,6 +105,13 @@ type account struct {
 	abandoned           map[uint64]bool
 	turn                chan struct{}
 
+	// windows are the key's tracker's own windows, sent what they count,
+	// and told what the tracker last said of its reported one.
+	windows []TrackerWindow
+	sent    []sentAt
+	told    reported
+	held    int64 // requests held for a window
+
 	limited     int64 // 429s received
 	spareDenied int64 // spare requests refused for want of budget
 	unchanged   int64 // conditional reads answered 304 and given back
@@ -116,6 +126,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics counts 429s and refused spare requests (Discard when nil).
 	Metrics metrics.Metrics
+	// Windows are the trackers' own windows beside the minute, by kind
+	// (the key's part after its last "/"); nil takes TrackerWindows, and a
+	// kind it doesn't name has the minute alone.
+	Windows map[string][]TrackerWindow
 }
 
 // New returns a budget of limit requests a minute per key (DefaultLimit when
@@ -136,7 +150,10 @@ func NewWith(c clock.Clock, limit int, o Options) *Budget {
 	if o.Metrics == nil {
 		o.Metrics = metrics.Discard{}
 	}
-	return &Budget{clock: c, limit: limit, logger: o.Logger, m: o.Metrics, keys: map[string]*account{}, replicas: 1, next: 1}
+	if o.Windows == nil {
+		o.Windows = TrackerWindows
+	}
+	return &Budget{clock: c, limit: limit, logger: o.Logger, m: o.Metrics, windows: o.Windows, keys: map[string]*account{}, replicas: 1, next: 1}
 }
 
 // Limit answers the requests a key may make per minute, across replicas.
@@ -263,9 +280,11 @@ func (b *Budget) burst() time.Duration {
 func (b *Budget) account(key string, now time.Time) *account {
 	a, ok := b.keys[key]
 	if !ok {
-		a = &account{followed: map[string]time.Duration{}, abandoned: map[uint64]bool{}, turn: make(chan struct{}), extra: assumedExtra}
+		a = &account{followed: map[string]time.Duration{}, abandoned: map[uint64]bool{}, turn: make(chan struct{}), extra: assumedExtra,
+			windows: b.windowsOf(key)}
 		b.keys[key] = a
 	}
+	a.pruneSent(now)
 	a.writes = prune(a.writes, now)
 	a.reads = prune(a.reads, now)
 	a.joined = prune(a.joined, now)
@@ -356,7 +375,7 @@ func (b *Budget) Interval(key string, every time.Duration) time.Duration {
 }
 
 func (b *Budget) interval(a *account, every time.Duration) time.Duration {
-	if need, capacity := b.floorNeed(a), b.floorCapacity(); need > capacity {
+	if need, capacity := b.floorNeed(a), min(b.floorCapacity(), b.windowCapacity(a)); need > capacity {
 		// Scale every interval by how far the floor passes what it may
 		// take of the limit (at most the longest Duration, for absurd
 		// figures).
@@ -499,7 +518,7 @@ func (b *Budget) spares(key string, idle bool) bool {
 // reserve makes the meter of a follower call just admitted, reserving
 // what it may send beyond its first request; b.mu is held.
 func (b *Budget) reserve(a *account, key string) *meter {
-	m := &meter{b: b, key: key, use: useRead, reserve: a.extra}
+	m := &meter{b: b, key: key, use: useRead, reserve: a.extra, windowed: len(a.windows) > 0}
 	m.prepaid.Store(1)
 	a.reserved += a.extra
 	return m
@@ -622,6 +641,9 @@ type meter struct {
 	// waited is how long the call waited for the pacer before its first
 	// request (Waited).
 	waited time.Duration
+	// windowed: the key's tracker has windows of its own, which every
+	// request is admitted to and logged in.
+	windowed bool
 }
 
 // meterKey finds a call's meter in its context.
@@ -640,12 +662,18 @@ func Waited(ctx context.Context) time.Duration {
 func (b *Budget) meter(ctx context.Context, key string, u use, prepaid int32) context.Context {
 	m := &meter{b: b, key: key, use: u}
 	m.prepaid.Store(prepaid)
+	b.mu.Lock()
+	m.windowed = len(b.account(key, b.clock.Now()).windows) > 0
+	b.mu.Unlock()
 	return m.ctx(ctx)
 }
 
 func (m *meter) ctx(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, meterKey{}, m)
 	ctx = tracker.WithFree(ctx, m.free)
+	if m.windowed {
+		ctx = tracker.WithAdmit(ctx, m.admit, m.report)
+	}
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) { m.sent() },
 	})
@@ -662,6 +690,13 @@ func (m *meter) done() {
 }
 
 func (m *meter) sent() {
+	if m.windowed {
+		b := m.b
+		b.mu.Lock()
+		now := b.clock.Now()
+		b.logSent(b.account(m.key, now), now, m.use == useWrite)
+		b.mu.Unlock()
+	}
 	if m.prepaid.Add(-1) >= 0 {
 		return
 	}
@@ -700,6 +735,9 @@ func (m *meter) free() {
 	}
 	if n := len(*s); n > 0 {
 		*s = (*s)[:n-1]
+	}
+	if n := len(a.sent); n > 0 {
+		a.sent = a.sent[:n-1]
 	}
 }
 
@@ -778,6 +816,9 @@ type KeyStatus struct {
 	// Unchanged counts the conditional reads the tracker answered 304,
 	// which cost nothing of its limit and were given back.
 	Unchanged int64 `json:"unchanged"`
+	// Held counts the requests held, unsent, for a window of the
+	// tracker's own (its hour, its points a minute).
+	Held int64 `json:"held"`
 	// Queued is how many polls wait for the pacer now.
 	Queued int `json:"queued"`
 }
@@ -796,7 +837,7 @@ func (b *Budget) Status() []KeyStatus {
 			Key: key, Limit: b.limit, Replicas: b.replicas, ReplicaLimit: b.share(), SpentAcrossReplicas: spent,
 			Spent: spent, Writes: len(a.writes), Reads: len(a.reads),
 			Left: max(0, b.share()-spent), Followed: len(a.followed), FloorPerMinute: need,
-			Stretched: b.floorNeed(a) > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied, Unchanged: a.unchanged,
+			Stretched: b.floorNeed(a) > b.floorCapacity(), RateLimited: a.limited, SpareRefused: a.spareDenied, Unchanged: a.unchanged, Held: a.held,
 			Queued: int(a.nextTicket - a.serving),
 		})
 	}

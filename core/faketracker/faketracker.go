@@ -206,8 +206,11 @@ func (t *Tracker) enter(ctx context.Context, method string) (crash bool, err err
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("%w: %w", tracker.ErrUnavailable, err)
 	}
-	// Each call stands for one request, which the caller's budget meters
-	// as it would a real tracker's.
+	// Each call stands for one request, which the caller's budget admits
+	// and meters as it would a real tracker's.
+	if err := tracker.Admit(ctx); err != nil {
+		return false, err
+	}
 	tracker.Sent(ctx)
 	t.mu.Lock()
 	hooks := t.onCall

@@ -408,6 +408,42 @@ func Free(ctx context.Context) {
 	}
 }
 
+// admitKey finds in a context what Admit and Report call.
+type admitKey struct{}
+
+type admission struct {
+	admit  func() error
+	report func(remaining int, reset time.Time)
+}
+
+// WithAdmit answers a context whose Admit calls admit and whose Report
+// calls report: a meter of requests (relayr's budget) that holds them to
+// a tracker's own windows.
+func WithAdmit(ctx context.Context, admit func() error, report func(remaining int, reset time.Time)) context.Context {
+	return context.WithValue(ctx, admitKey{}, admission{admit: admit, report: report})
+}
+
+// Admit asks whoever meters ctx's requests whether one more may be sent
+// now: nil, or an error that matches ErrRateLimited and ErrNotSent
+// (a tracker's window is spent, or a write would leave the followers'
+// polls too little of it). trackerhttp asks before every request.
+func Admit(ctx context.Context) error {
+	if a, ok := ctx.Value(admitKey{}).(admission); ok && a.admit != nil {
+		return a.admit()
+	}
+	return nil
+}
+
+// Report tells whoever meters ctx's requests what the tracker said of its
+// limit in an answer (x-ratelimit-remaining and -reset): the truth, since
+// other clients may spend the same key. trackerhttp reports every answer
+// that says.
+func Report(ctx context.Context, remaining int, reset time.Time) {
+	if a, ok := ctx.Value(admitKey{}).(admission); ok && a.report != nil {
+		a.report(remaining, reset)
+	}
+}
+
 // Sent tells whoever meters ctx's requests that one tracker request was
 // sent. relayr's budget meters a tracker's requests through ctx's
 // httptrace.ClientTrace (its WroteRequest hook), which net/http calls for

@@ -221,6 +221,11 @@ func (c *Client) Do(ctx context.Context, req Request) (Answer, error) {
 		}
 		payload = b
 	}
+	// The budget's word first: a request a tracker's window has no room
+	// for is never sent.
+	if err := tracker.Admit(ctx); err != nil {
+		return Answer{}, err
+	}
 	if c.cfg.Gate != nil {
 		leave, err := c.cfg.Gate.Enter(ctx, req.Method)
 		if err != nil {
@@ -294,6 +299,7 @@ func (c *Client) send(ctx context.Context, req Request, target, what string, pay
 		return Answer{}, fmt.Errorf("%s: %s: %w of %d bytes: %w", c.cfg.Name, what, ErrTooLarge, c.cfg.MaxResponse, tracker.ErrUnavailable)
 	}
 	a := Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	reportLimit(ctx, resp.Header)
 	if conditional {
 		if a = c.keep(target, a); a.NotModified {
 			// A 304 costs nothing of the tracker's limit (GitHub's
@@ -305,6 +311,17 @@ func (c *Client) send(ctx context.Context, req Request, target, what string, pay
 		return a, fmt.Errorf("%s: %s: %w", c.cfg.Name, what, err)
 	}
 	return a, nil
+}
+
+// reportLimit tells the budget what an answer says of the tracker's limit:
+// X-RateLimit-Remaining and X-RateLimit-Reset (Unix seconds), both or
+// neither.
+func reportLimit(ctx context.Context, h http.Header) {
+	remaining, err1 := strconv.Atoi(strings.TrimSpace(h.Get("X-Ratelimit-Remaining")))
+	reset, err2 := strconv.ParseInt(strings.TrimSpace(h.Get("X-Ratelimit-Reset")), 10, 64)
+	if err1 == nil && err2 == nil && remaining >= 0 && reset > 0 {
+		tracker.Report(ctx, remaining, time.Unix(reset, 0))
+	}
 }
 
 // sameOrigin reports whether u is on the base URL's scheme and host.

@@ -297,3 +297,28 @@ func TestAnAbsoluteURLMustBeOnTheBaseURLsHost(t *testing.T) {
 		}
 	}
 }
+
+func TestTheBudgetAdmitsEveryRequestAndHearsTheTrackersLimit(t *testing.T) {
+	var served atomic.Int64
+	c := client(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		w.Header().Set("X-Ratelimit-Remaining", "41")
+		w.Header().Set("X-Ratelimit-Reset", "1796212800")
+		_, _ = io.WriteString(w, "{}")
+	}), trackerhttp.Config{})
+	var remaining int
+	var reset time.Time
+	refuse := error(nil)
+	ctx := tracker.WithAdmit(context.Background(), func() error { return refuse },
+		func(n int, at time.Time) { remaining, reset = n, at })
+	if _, err := c.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if remaining != 41 || !reset.Equal(time.Unix(1796212800, 0)) {
+		t.Fatalf("the budget heard %d until %s", remaining, reset)
+	}
+	refuse = tracker.NotSent(tracker.RateLimited(time.Minute))
+	if _, err := c.Do(ctx, trackerhttp.Request{Method: http.MethodPost, Path: "x", Body: 1}); !errors.Is(err, tracker.ErrRateLimited) || served.Load() != 1 {
+		t.Fatalf("%v after %d served, want the budget's refusal, unsent", err, served.Load())
+	}
+}

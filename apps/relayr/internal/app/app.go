@@ -206,7 +206,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := NewPrometheus(reg)
-	bud := budget.NewWith(o.Clock, t.Budget, budget.Options{Logger: o.Logger, Metrics: m})
+	bud := budget.NewWith(o.Clock, t.Budget, budget.Options{Logger: o.Logger, Metrics: m, Windows: c.BudgetWindows()})
 	conns.Budget = bud
 	log := eventlog.NewNotifying(store)
 	w := writes.New(writes.Config{

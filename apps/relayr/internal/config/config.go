@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
@@ -42,9 +43,50 @@ type Config struct {
 	Tenants       []Tenant       `toml:"tenants"`
 	Bindings      []Binding      `toml:"bindings"`
 	Subscriptions []Subscription `toml:"subscriptions"`
+	// TrackerLimits are each tracker kind's own limits beside the
+	// budget's minute, replacing the kind's defaults (budget.TrackerWindows:
+	// GitHub's hour and points).
+	TrackerLimits map[string]TrackerLimits `toml:"tracker_limits"`
 
 	// Dir is the folder the configuration was read from.
 	Dir string `toml:"-"`
+}
+
+// TrackerLimits are a tracker kind's own limits per key, across every
+// replica (ADR-1009). Zero leaves a limit out.
+type TrackerLimits struct {
+	// PerHour is the requests an hour the tracker allows a key (GitHub:
+	// 5,000), which it reports in its answers.
+	PerHour int `toml:"per_hour"`
+	// PointsPerMinute is the points a minute it allows (GitHub: 900), a
+	// read costing one and a write WritePoints (GitHub: 5).
+	PointsPerMinute int `toml:"points_per_minute"`
+	WritePoints     int `toml:"write_points"`
+}
+
+// Windows are the budget's windows for the limits.
+func (l TrackerLimits) Windows() []budget.TrackerWindow {
+	var out []budget.TrackerWindow
+	if l.PerHour > 0 {
+		out = append(out, budget.TrackerWindow{Span: time.Hour, Limit: l.PerHour, Reported: true})
+	}
+	if l.PointsPerMinute > 0 {
+		out = append(out, budget.TrackerWindow{Span: time.Minute, Limit: l.PointsPerMinute, WriteCost: l.WritePoints})
+	}
+	return out
+}
+
+// BudgetWindows are every kind's windows: the defaults, with the
+// configuration's kinds in their place.
+func (c *Config) BudgetWindows() map[string][]budget.TrackerWindow {
+	out := map[string][]budget.TrackerWindow{}
+	for k, ws := range budget.TrackerWindows {
+		out[k] = ws
+	}
+	for k, l := range c.TrackerLimits {
+		out[k] = l.Windows()
+	}
+	return out
 }
 
 // Ledger says where the ledger lives.
@@ -332,6 +374,7 @@ func (c *Config) validate() []string {
 	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
 	c.checkService(add)
 	c.checkTimings(add)
+	c.checkTrackerLimits(add)
 	tenants := c.checkTenants(add)
 	bound := c.checkBindings(tenants, add)
 	c.checkSubscriptions(bound, add)
@@ -381,6 +424,19 @@ func (c *Config) checkService(add func(string, ...any)) {
 }
 
 // checkTimings checks the timings against each other.
+func (c *Config) checkTrackerLimits(add func(string, ...any)) {
+	for kind, l := range c.TrackerLimits {
+		switch {
+		case !known(kind):
+			add("tracker_limits: tracker %q is not plane, vikunja, gitea or github", kind)
+		case l.PerHour < 0 || l.PointsPerMinute < 0 || l.WritePoints < 0:
+			add("tracker_limits.%s: limits are counts, not below 0", kind)
+		case l.WritePoints > 0 && l.PointsPerMinute == 0:
+			add("tracker_limits.%s: write_points counts against points_per_minute, which is not set", kind)
+		}
+	}
+}
+
 func (c *Config) checkTimings(add func(string, ...any)) {
 	// ADR-0033: an attempt's writes end within its write bound, before any
 	// other attempt may retake its claim; a bound at or past the retake

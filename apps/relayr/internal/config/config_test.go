@@ -173,6 +173,18 @@ func TestRefusals(t *testing.T) {
 		{"NoCredentialsForTheBindingsTracker", func(s string) string {
 			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
 		}, `tenant "acme" has no credentials for plane`},
+		{"ATrackerLimitOfAnUnknownKind", func(s string) string {
+			return s + "\n[tracker_limits.jira]\nper_hour = 10\n"
+		}, `tracker_limits: tracker "jira" is not plane, vikunja, gitea or github`},
+		{"ANegativeTrackerLimit", func(s string) string {
+			return s + "\n[tracker_limits.github]\nper_hour = -1\n"
+		}, "tracker_limits.github: limits are counts, not below 0"},
+		{"WritePointsWithoutPoints", func(s string) string {
+			return s + "\n[tracker_limits.github]\nwrite_points = 5\n"
+		}, "write_points counts against points_per_minute"},
+		{"AGiteaProjectThatIsNoRepository", func(s string) string {
+			return strings.Replace(strings.Replace(s, `tracker = "plane"`, `tracker = "gitea"`, 1), "[tenants.trackers.plane]", "[tenants.trackers.gitea]", 1)
+		}, `gitea's project is its repository`},
 		{"ABadDuration", func(s string) string { return strings.Replace(s, `poll = "10s"`, `poll = "often"`, 1) }, "not a duration"},
 		{"ABadState", func(s string) string { return strings.Replace(s, `state = "todo"`, `state = "open"`, 1) }, `defaults.state "open"`},
 		{"PostgresWithoutADSN", func(s string) string { return strings.Replace(s, `driver = "sqlite"`, `driver = "postgres"`, 1) }, "needs dsn"},
@@ -368,5 +380,25 @@ func TestRequestTimeoutAndSettleFollowAShortWriteBound(t *testing.T) {
 		if got := c.t.Settle(); got != c.settles {
 			t.Errorf("%+v: settle %v, want %v", c.t, got, c.settles)
 		}
+	}
+}
+
+func TestTrackerLimitsReplaceTheKindsWindows(t *testing.T) {
+	c := &config.Config{TrackerLimits: map[string]config.TrackerLimits{
+		"github":  {PerHour: 1000, PointsPerMinute: 300, WritePoints: 3},
+		"vikunja": {PerHour: 600},
+	}}
+	ws := c.BudgetWindows()
+	if g := ws["github"]; len(g) != 2 || g[0].Limit != 1000 || !g[0].Reported || g[1].Limit != 300 || g[1].WriteCost != 3 {
+		t.Fatalf("github's windows %+v", g)
+	}
+	if v := ws["vikunja"]; len(v) != 1 || v[0].Span != time.Hour || v[0].Limit != 600 {
+		t.Fatalf("vikunja's windows %+v", v)
+	}
+	if d := (&config.Config{}).BudgetWindows()["github"]; len(d) != 2 || d[0].Limit != 5000 {
+		t.Fatalf("the defaults %+v", d)
+	}
+	if off := (&config.Config{TrackerLimits: map[string]config.TrackerLimits{"github": {}}}).BudgetWindows()["github"]; len(off) != 0 {
+		t.Fatalf("a table of zeros left %+v", off)
 	}
 }
