@@ -34,16 +34,15 @@ package gitea
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -86,11 +85,10 @@ type Config struct {
 
 // Connector makes a Tracker per workspace for one Gitea repository.
 type Connector struct {
-	cfg         Config
-	owner, name string
+	cfg  Config
+	repo forge.Repo
 
-	mu    sync.Mutex
-	users map[string]string // token → the login it acts as
+	logins forge.Logins // the user each token acts as
 }
 
 var _ tracker.Connector = (*Connector)(nil)
@@ -101,7 +99,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &tracker.InvalidError{Field: "gitea base URL", Reason: tracker.Quote(cfg.BaseURL) + " is not an http(s) URL"}
 	}
-	owner, name, err := tracker.ParseRepo(cfg.Repo)
+	repo, err := forge.ParseRepo(cfg.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +117,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Connector{cfg: cfg, owner: owner, name: name, users: map[string]string{}}, nil
+	return &Connector{cfg: cfg, repo: repo}, nil
 }
 
 // Kind implements tracker.Connector.
@@ -130,25 +128,16 @@ func (c *Connector) Kind() string { return Kind }
 // token's permissions) and, once per token, the user the token acts as:
 // two requests.
 func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*tracker.Tracker, error) {
-	d, err := c.Driver(ctx, creds, source)
-	if err != nil {
-		return nil, err
-	}
-	return tracker.New(d), nil
+	return tracker.Over(c.Driver(ctx, creds, source))
 }
 
 // Driver makes the driver beneath Connect's tracker, for the driver
 // conformance suite (core/tracker/drivertest) and for callers composing
 // their own portable tracker.
 func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Driver, error) {
-	if source.Tenant == "" || source.Workspace == "" {
-		return nil, &tracker.InvalidError{Field: "source", Reason: "names no tenant or workspace"}
-	}
-	if source.Namespace == "" {
-		source.Namespace = c.cfg.Namespace
-	}
-	if creds.Token == "" {
-		return nil, fmt.Errorf("gitea: no token: %w", tracker.ErrUnauthorized)
+	source, err := tracker.Connecting(Kind, creds, source, c.cfg.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	cl, err := trackerhttp.New(trackerhttp.Config{
 		Name: "gitea", BaseURL: c.cfg.BaseURL + "/api/v1/", AuthValue: "token " + creds.Token,
@@ -157,40 +146,15 @@ func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, sourc
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cl: cl, cfg: c.cfg, owner: c.owner, name: c.name, marker: tracker.HiddenMarker{Source: source}, labels: map[string]int64{}, names: map[int64]string{}}
-	var repo struct {
-		FullName    string `json:"full_name"`
-		Permissions struct {
-			Push  bool `json:"push"`
-			Admin bool `json:"admin"`
-		} `json:"permissions"`
-	}
-	if err := d.get(ctx, d.repoPath(""), nil, &repo); err != nil {
+	d := &Driver{cl: cl, cfg: c.cfg, repo: c.repo, marker: tracker.HiddenMarker{Source: source}, labels: map[string]int64{}, names: map[int64]string{}}
+	repo, push, err := c.repo.Read(ctx, cl)
+	if err != nil {
 		return nil, fmt.Errorf("gitea: repository %s: %w", c.cfg.Repo, err)
 	}
-	d.writer = repo.Permissions.Push || repo.Permissions.Admin
-	// Names are case-insensitive on Gitea; full_name is how deliveries
-	// name the repository.
-	if o, n, ok := strings.Cut(repo.FullName, "/"); ok && strings.EqualFold(repo.FullName, c.cfg.Repo) {
-		d.owner, d.name = o, n
-	}
-	c.mu.Lock()
-	login, ok := c.users[creds.Token]
-	c.mu.Unlock()
-	if !ok {
-		var u struct {
-			Login string `json:"login"`
-		}
-		if err := d.get(ctx, "user", nil, &u); err != nil {
-			return nil, err
-		}
-		if u.Login == "" {
-			return nil, trackerhttp.Garbled("gitea", "user", nil)
-		}
-		login = u.Login
-		c.mu.Lock()
-		c.users[creds.Token] = login
-		c.mu.Unlock()
+	d.repo, d.writer = repo, push
+	login, err := c.logins.Of(ctx, cl, creds.Token)
+	if err != nil {
+		return nil, err
 	}
 	d.login = login
 	return d, nil
@@ -199,12 +163,12 @@ func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, sourc
 // Driver is one workspace's view of one Gitea repository: a
 // tracker.Driver, made by Connector. It is safe for concurrent use.
 type Driver struct {
-	cl          *trackerhttp.Client
-	cfg         Config
-	owner, name string
-	marker      tracker.HiddenMarker // the key in a body (ADR-0033)
-	login       string               // the user the token acts as: Find's created_by
-	writer      bool                 // the token may write the repository's issues (labels)
+	cl     *trackerhttp.Client
+	cfg    Config
+	repo   forge.Repo
+	marker tracker.HiddenMarker // the key in a body (ADR-0033)
+	login  string               // the user the token acts as: Find's created_by
+	writer bool                 // the token may write the repository's issues (labels)
 
 	mu     sync.Mutex
 	labels map[string]int64 // name → id
@@ -227,42 +191,19 @@ func (d *Driver) Capabilities() tracker.Capabilities {
 		NudgesDeletions: true, // issues/deleted (services/webhook/notifier.go:L297-L333)
 		MaxPage:         maxWindowItems,
 		TimePrecision:   time.Second, // Unix seconds (models/issues/issue.go:L105-L106)
-		ValidID:         validID,
+		ValidID:         tracker.PositiveID,
 	}
-}
-
-func validID(id string) bool {
-	n, err := strconv.ParseInt(id, 10, 64)
-	return err == nil && n > 0 && strconv.FormatInt(n, 10) == id
 }
 
 // Project implements tracker.Driver: "owner/name", as Nudge names it.
-func (d *Driver) Project() string { return d.owner + "/" + d.name }
+func (d *Driver) Project() string { return d.repo.String() }
 
 // Link implements tracker.Driver: the issue's page, <web>/<owner>/<name>/issues/<n>.
 func (d *Driver) Link(ref tracker.ItemRef) string {
-	return d.cfg.WebURL + "/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name) + "/issues/" + strconv.FormatInt(ref.Number, 10)
+	return d.repo.IssueLink(d.cfg.WebURL, ref.Number)
 }
 
-func (d *Driver) repoPath(rest string) string {
-	p := "repos/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name)
-	if rest != "" {
-		p += "/" + rest
-	}
-	return p
-}
-
-// get reads path into v.
-func (d *Driver) get(ctx context.Context, path string, q url.Values, v any) error {
-	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: path, Query: q})
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(a.Body, v); err != nil {
-		return trackerhttp.Garbled("gitea", path, err)
-	}
-	return nil
-}
+func (d *Driver) repoPath(rest string) string { return d.repo.Path(rest) }
 
 // states are Gitea's two, by the state an item is set to.
 func stateOf(s tracker.State) string {

@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -121,13 +121,9 @@ func (d *Driver) Item(ctx context.Context, id string) (tracker.Item, error) {
 }
 
 func (d *Driver) issue(ctx context.Context, id string) (wireIssue, error) {
-	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/" + id)})
+	w, _, err := trackerhttp.Read(ctx, d.cl, trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/" + id)}, "issue", wireIssue.valid)
 	if err != nil {
 		return wireIssue{}, err
-	}
-	w, err := decodeIssue(a.Body)
-	if err != nil {
-		return wireIssue{}, trackerhttp.Garbled("gitea", "issue", err)
 	}
 	if w.pull() {
 		return wireIssue{}, fmt.Errorf("gitea: #%s is a pull request: %w", id, tracker.ErrNotFound)
@@ -266,12 +262,7 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 			out = append(out, c)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return tracker.LessID(out[i].ID, out[j].ID)
-	})
+	tracker.SortComments(out)
 	return out, nil
 }
 
@@ -282,27 +273,14 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 // read. Deliveries are tried once and never again, so a lost one is found
 // by the next poll.
 func (d *Driver) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
-	if !trackerhttp.VerifySHA256(secret, "", header.Get(SignatureHeader), body) {
-		return tracker.Nudged{}, fmt.Errorf("gitea: the delivery's %s does not verify: %w", SignatureHeader, tracker.ErrUnauthorized)
+	dl, err := forge.Verify(Kind, secret, "", header.Get(SignatureHeader), body)
+	if err != nil {
+		return tracker.Nudged{}, err
 	}
-	var p struct {
-		Action string     `json:"action"`
-		Issue  *wireIssue `json:"issue"`
-		IsPull bool       `json:"is_pull"`
-		Repo   *struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return tracker.Nudged{}, fmt.Errorf("gitea: a signed delivery that isn't a Gitea event: %w", tracker.ErrRefused)
-	}
-	if p.Repo == nil || p.Repo.FullName == "" {
-		return tracker.Nudged{}, fmt.Errorf("gitea: the delivery names no repository: %w", tracker.ErrRefused)
-	}
-	n := tracker.Nudged{Project: p.Repo.FullName}
+	n := tracker.Nudged{Project: dl.Repo}
 	event := header.Get("X-Gitea-Event")
-	if (event == "" || event == "issues") && p.Action == "deleted" && p.Issue != nil && p.Issue.Number > 0 && !p.IsPull && !p.Issue.pull() {
-		n.Deleted = []string{strconv.FormatInt(p.Issue.Number, 10)}
+	if (event == "" || event == "issues") && dl.Action == "deleted" && dl.Issue > 0 && !dl.Pull {
+		n.Deleted = []string{strconv.FormatInt(dl.Issue, 10)}
 	}
 	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
 // wireIssue is the part of Gitea's api.Issue the driver reads
@@ -43,34 +44,17 @@ type wireComment struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-var errNoID = errors.New("an issue without an id or a number")
+var errNoID = errors.New("a comment without an id")
 
 // decodeIssue reads one issue. A 2xx answer of id 0 is an error: Gitea's
 // converter answers an empty issue when loading its parts failed
 // (services/convert/issue.go:L35-L50).
-func decodeIssue(b []byte) (wireIssue, error) {
-	var w wireIssue
-	if err := json.Unmarshal(b, &w); err != nil {
-		return wireIssue{}, err
-	}
-	if w.ID <= 0 || w.Number <= 0 {
-		return wireIssue{}, errNoID
-	}
-	return w, nil
-}
+func decodeIssue(b []byte) (wireIssue, error) { return trackerhttp.Decode(b, wireIssue.valid) }
 
-func decodeIssues(b []byte) ([]wireIssue, error) {
-	var ws []wireIssue
-	if err := json.Unmarshal(b, &ws); err != nil {
-		return nil, err
-	}
-	for _, w := range ws {
-		if w.ID <= 0 || w.Number <= 0 {
-			return nil, errNoID
-		}
-	}
-	return ws, nil
-}
+func decodeIssues(b []byte) ([]wireIssue, error) { return trackerhttp.DecodeAll(b, wireIssue.valid) }
+
+// valid: an issue has an id and a number.
+func (w wireIssue) valid() bool { return w.ID > 0 && w.Number > 0 }
 
 // pull reports whether an issue of the list is a pull request: it has a
 // pull_request object (services/convert/issue.go:L105-L120).

@@ -38,16 +38,15 @@ package github
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -101,11 +100,12 @@ type Config struct {
 
 // Connector makes a Tracker per workspace for one GitHub repository.
 type Connector struct {
-	cfg         Config
-	owner, name string
+	cfg  Config
+	repo forge.Repo
+
+	logins forge.Logins // the account each token files as
 
 	mu     sync.Mutex
-	logins map[string]string  // token → the login it files as
 	limits map[string]*limits // token → what GitHub said of its limits
 }
 
@@ -120,7 +120,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &tracker.InvalidError{Field: "github base URL", Reason: tracker.Quote(cfg.BaseURL) + " is not an http(s) URL"}
 	}
-	owner, name, err := tracker.ParseRepo(cfg.Repo)
+	repo, err := forge.ParseRepo(cfg.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Connector{cfg: cfg, owner: owner, name: name, logins: map[string]string{}, limits: map[string]*limits{}}, nil
+	return &Connector{cfg: cfg, repo: repo, limits: map[string]*limits{}}, nil
 }
 
 // webURL is the web app of an API: github.com's for api.github.com, an
@@ -159,25 +159,16 @@ func (c *Connector) Kind() string { return Kind }
 // source. It reads the repository (the token's push access) and, once per
 // token unless Config names it, the login the token files as.
 func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*tracker.Tracker, error) {
-	d, err := c.Driver(ctx, creds, source)
-	if err != nil {
-		return nil, err
-	}
-	return tracker.New(d), nil
+	return tracker.Over(c.Driver(ctx, creds, source))
 }
 
 // Driver makes the driver beneath Connect's tracker, for the driver
 // conformance suite (core/tracker/drivertest) and for callers composing
 // their own portable tracker.
 func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Driver, error) {
-	if source.Tenant == "" || source.Workspace == "" {
-		return nil, &tracker.InvalidError{Field: "source", Reason: "names no tenant or workspace"}
-	}
-	if source.Namespace == "" {
-		source.Namespace = c.cfg.Namespace
-	}
-	if creds.Token == "" {
-		return nil, fmt.Errorf("github: no token: %w", tracker.ErrUnauthorized)
+	source, err := tracker.Connecting(Kind, creds, source, c.cfg.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	lim, ok := c.limits[creds.Token]
@@ -199,41 +190,17 @@ func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, sourc
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cl: cl, cfg: c.cfg, owner: c.owner, name: c.name, marker: tracker.HiddenMarker{Source: source}}
-	var repo struct {
-		FullName    string `json:"full_name"`
-		Permissions struct {
-			Push  bool `json:"push"`
-			Admin bool `json:"admin"`
-		} `json:"permissions"`
-	}
-	if err := d.get(ctx, d.repoPath(""), &repo); err != nil {
+	d := &Driver{cl: cl, cfg: c.cfg, repo: c.repo, marker: tracker.HiddenMarker{Source: source}}
+	repo, push, err := c.repo.Read(ctx, cl)
+	if err != nil {
 		return nil, fmt.Errorf("github: repository %s: %w", c.cfg.Repo, err)
 	}
-	d.push = repo.Permissions.Push || repo.Permissions.Admin
-	if o, n, ok := strings.Cut(repo.FullName, "/"); ok && strings.EqualFold(repo.FullName, c.cfg.Repo) {
-		d.owner, d.name = o, n
-	}
+	d.repo, d.push = repo, push
 	login := c.cfg.Login
 	if login == "" {
-		c.mu.Lock()
-		login = c.logins[creds.Token]
-		c.mu.Unlock()
-	}
-	if login == "" {
-		var u struct {
-			Login string `json:"login"`
-		}
-		if err := d.get(ctx, "user", &u); err != nil {
+		if login, err = c.logins.Of(ctx, cl, creds.Token); err != nil {
 			return nil, fmt.Errorf("github: reading the token's account (an installation token cannot: name its bot in the binding's login): %w", err)
 		}
-		if u.Login == "" {
-			return nil, trackerhttp.Garbled("github", "user", nil)
-		}
-		login = u.Login
-		c.mu.Lock()
-		c.logins[creds.Token] = login
-		c.mu.Unlock()
 	}
 	d.login = login
 	return d, nil
@@ -242,12 +209,12 @@ func (c *Connector) Driver(ctx context.Context, creds tracker.Credentials, sourc
 // Driver is one workspace's view of one GitHub repository: a
 // tracker.Driver, made by Connector. It is safe for concurrent use.
 type Driver struct {
-	cl          *trackerhttp.Client
-	cfg         Config
-	owner, name string
-	marker      tracker.HiddenMarker // the key in a body (ADR-0033)
-	login       string               // the account the token files as: Find's creator
-	push        bool                 // the token may set labels
+	cl     *trackerhttp.Client
+	cfg    Config
+	repo   forge.Repo
+	marker tracker.HiddenMarker // the key in a body (ADR-0033)
+	login  string               // the account the token files as: Find's creator
+	push   bool                 // the token may set labels
 }
 
 var _ tracker.Driver = (*Driver)(nil)
@@ -264,30 +231,19 @@ func (d *Driver) Capabilities() tracker.Capabilities {
 		ConditionalReads: true, // a 304 does not count (docs rate-limits)
 		MaxPage:          PerPage,
 		TimePrecision:    time.Second,
-		ValidID:          validID,
+		ValidID:          tracker.PositiveID,
 	}
-}
-
-func validID(id string) bool {
-	n, err := strconv.ParseInt(id, 10, 64)
-	return err == nil && n > 0 && strconv.FormatInt(n, 10) == id
 }
 
 // Project implements tracker.Driver: "owner/name", as Nudge names it.
-func (d *Driver) Project() string { return d.owner + "/" + d.name }
+func (d *Driver) Project() string { return d.repo.String() }
 
 // Link implements tracker.Driver: the issue's page.
 func (d *Driver) Link(ref tracker.ItemRef) string {
-	return d.cfg.WebURL + "/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name) + "/issues/" + strconv.FormatInt(ref.Number, 10)
+	return d.repo.IssueLink(d.cfg.WebURL, ref.Number)
 }
 
-func (d *Driver) repoPath(rest string) string {
-	p := "repos/" + url.PathEscape(d.owner) + "/" + url.PathEscape(d.name)
-	if rest != "" {
-		p += "/" + rest
-	}
-	return p
-}
+func (d *Driver) repoPath(rest string) string { return d.repo.Path(rest) }
 
 // do sends req; a 301 (a transferred issue, a renamed repository) is
 // followed once, to its Location, with the same method and body.
@@ -300,16 +256,4 @@ func (d *Driver) do(ctx context.Context, req trackerhttp.Request) (trackerhttp.A
 		}
 	}
 	return a, err
-}
-
-// get reads path into v.
-func (d *Driver) get(ctx context.Context, path string, v any) error {
-	a, err := d.do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: path})
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(a.Body, v); err != nil {
-		return trackerhttp.Garbled("github", path, err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -45,31 +46,14 @@ type wireComment struct {
 	CreatedAt time.Time               `json:"created_at"`
 }
 
-var errNoID = errors.New("an issue without an id or a number")
+var errNoID = errors.New("a comment without an id")
 
-func decodeIssue(b []byte) (wireIssue, error) {
-	var w wireIssue
-	if err := json.Unmarshal(b, &w); err != nil {
-		return wireIssue{}, err
-	}
-	if w.ID <= 0 || w.Number <= 0 {
-		return wireIssue{}, errNoID
-	}
-	return w, nil
-}
+func decodeIssue(b []byte) (wireIssue, error) { return trackerhttp.Decode(b, wireIssue.valid) }
 
-func decodeIssues(b []byte) ([]wireIssue, error) {
-	var ws []wireIssue
-	if err := json.Unmarshal(b, &ws); err != nil {
-		return nil, err
-	}
-	for _, w := range ws {
-		if w.ID <= 0 || w.Number <= 0 {
-			return nil, errNoID
-		}
-	}
-	return ws, nil
-}
+func decodeIssues(b []byte) ([]wireIssue, error) { return trackerhttp.DecodeAll(b, wireIssue.valid) }
+
+// valid: an issue has an id and a number.
+func (w wireIssue) valid() bool { return w.ID > 0 && w.Number > 0 }
 
 // pull reports a pull request: every issues list holds them, with a
 // pull_request key (paths./repos/{owner}/{repo}/issues.get).
@@ -127,7 +111,7 @@ func (d *Driver) item(w wireIssue, id string) tracker.Item {
 // moved reports an issue read in another repository than the driver's:
 // one transferred, read through its 301.
 func (d *Driver) moved(w wireIssue) bool {
-	return w.RepoURL != "" && !strings.HasSuffix(strings.ToLower(w.RepoURL), strings.ToLower("/repos/"+d.owner+"/"+d.name))
+	return w.RepoURL != "" && !strings.HasSuffix(strings.ToLower(w.RepoURL), strings.ToLower("/repos/"+d.repo.String()))
 }
 
 func (d *Driver) listed(w wireIssue) tracker.Item { return d.item(w, strconv.FormatInt(w.Number, 10)) }
@@ -385,12 +369,7 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 		}
 		req = trackerhttp.Request{Method: http.MethodGet, URL: next}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return tracker.LessID(out[i].ID, out[j].ID)
-	})
+	tracker.SortComments(out)
 	return out, nil
 }
 
@@ -402,25 +381,13 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 // retries a delivery; a redelivery carries the same body (and the same
 // X-GitHub-Delivery), which relayr's webhook route drops as a replay.
 func (d *Driver) Nudge(secret string, header http.Header, body []byte) (tracker.Nudged, error) {
-	if !trackerhttp.VerifySHA256(secret, "sha256=", header.Get(SignatureHeader), body) {
-		return tracker.Nudged{}, fmt.Errorf("github: the delivery's %s does not verify: %w", SignatureHeader, tracker.ErrUnauthorized)
+	dl, err := forge.Verify(Kind, secret, "sha256=", header.Get(SignatureHeader), body)
+	if err != nil {
+		return tracker.Nudged{}, err
 	}
-	var p struct {
-		Action string     `json:"action"`
-		Issue  *wireIssue `json:"issue"`
-		Repo   *struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return tracker.Nudged{}, fmt.Errorf("github: a signed delivery that isn't a GitHub event: %w", tracker.ErrRefused)
-	}
-	if p.Repo == nil || p.Repo.FullName == "" {
-		return tracker.Nudged{}, fmt.Errorf("github: the delivery names no repository: %w", tracker.ErrRefused)
-	}
-	n := tracker.Nudged{Project: p.Repo.FullName}
-	if header.Get("X-Github-Event") == "issues" && (p.Action == "deleted" || p.Action == "transferred") && p.Issue != nil && p.Issue.Number > 0 && !p.Issue.pull() {
-		n.Deleted = []string{strconv.FormatInt(p.Issue.Number, 10)}
+	n := tracker.Nudged{Project: dl.Repo}
+	if header.Get("X-Github-Event") == "issues" && (dl.Action == "deleted" || dl.Action == "transferred") && dl.Issue > 0 && !dl.Pull {
+		n.Deleted = []string{strconv.FormatInt(dl.Issue, 10)}
 	}
 	return n, nil
 }

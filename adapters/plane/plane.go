@@ -149,14 +149,9 @@ func (c *Connector) Connect(ctx context.Context, creds tracker.Credentials, sour
 // It makes one request, to read the project's identifier, unless Config
 // named it or an earlier Connect read it.
 func (c *Connector) ConnectDriver(ctx context.Context, creds tracker.Credentials, source tracker.Source) (*Driver, error) {
-	if source.Tenant == "" || source.Workspace == "" {
-		return nil, &tracker.InvalidError{Field: "source", Reason: "names no tenant or workspace"}
-	}
-	if source.Namespace == "" {
-		source.Namespace = c.cfg.Namespace
-	}
-	if creds.Token == "" {
-		return nil, fmt.Errorf("plane: no API key: %w", tracker.ErrUnauthorized)
+	source, err := tracker.Connecting(Kind, creds, source, c.cfg.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	hc, err := trackerhttp.New(trackerhttp.Config{
 		Name: Kind, BaseURL: c.cfg.BaseURL + "/api/v1/", AuthHeader: "X-Api-Key", AuthValue: creds.Token,
@@ -550,12 +545,7 @@ func (t *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	tracker.SortComments(out)
 	return out, nil
 }
 

@@ -1,7 +1,6 @@
 package vikunja
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -143,13 +142,6 @@ func (t *driver) inlineComments(w wireTask) []tracker.Comment {
 		}
 		out = append(out, t.comment(w.ID, c))
 	}
-	slices.SortStableFunc(out, func(a, b tracker.Comment) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		x, _ := strconv.ParseInt(a.ID, 10, 64)
-		y, _ := strconv.ParseInt(b.ID, 10, 64)
-		return cmp.Compare(x, y)
-	})
+	tracker.SortComments(out)
 	return out
 }

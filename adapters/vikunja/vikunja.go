@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -627,14 +626,7 @@ func (t *driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 			break
 		}
 	}
-	slices.SortStableFunc(out, func(a, b tracker.Comment) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		x, _ := strconv.ParseInt(a.ID, 10, 64)
-		y, _ := strconv.ParseInt(b.ID, 10, 64)
-		return cmp.Compare(x, y)
-	})
+	tracker.SortComments(out)
 	return out, nil
 }
 

@@ -276,3 +276,13 @@ func (t *Tracker) fail(ctx context.Context, err error) error {
 	}
 	return fmt.Errorf("%s: %w: %w", t.caps.Name, ErrUnavailable, err)
 }
+
+// Over answers the portable tracker over a driver just made, or the error
+// that made none: a Connector's Connect, in one line over its driver's
+// constructor.
+func Over[D Driver](d D, err error) (*Tracker, error) {
+	if err != nil {
+		return nil, err
+	}
+	return New(d), nil
+}

@@ -1,16 +1,11 @@
 package tracker
 
-import "strings"
+import "strconv"
 
-// ParseRepo splits a code forge's repository, "owner/name" (a Gitea or
-// GitHub binding's project), refusing what cannot name one.
-func ParseRepo(repo string) (owner, name string, err error) {
-	owner, name, ok := strings.Cut(repo, "/")
-	part := func(s string) bool {
-		return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/?#% \t\r\n")
-	}
-	if !ok || !part(owner) || !part(name) {
-		return "", "", &InvalidError{Field: "repo", Reason: Quote(repo) + ` is not "owner/name"`}
-	}
-	return owner, name, nil
+// PositiveID reports whether id is a positive decimal number as the
+// tracker writes it (no sign, no leading zero): the shape of an issue's
+// number, or a task's id.
+func PositiveID(id string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	return err == nil && n > 0 && strconv.FormatInt(n, 10) == id
 }

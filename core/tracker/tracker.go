@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -455,4 +456,42 @@ func Sent(ctx context.Context) {
 	if t := httptrace.ContextClientTrace(ctx); t != nil && t.WroteRequest != nil {
 		t.WroteRequest(httptrace.WroteRequestInfo{})
 	}
+}
+
+// Connecting checks what a Connector is asked to connect, once for every
+// adapter: a source naming its tenant and workspace (its namespace
+// defaulted to namespace, or DefaultNamespace), and credentials holding a
+// token (ErrUnauthorized, naming kind, otherwise). It answers the source
+// to file under.
+func Connecting(kind string, creds Credentials, source Source, namespace string) (Source, error) {
+	if source.Tenant == "" || source.Workspace == "" {
+		return Source{}, &InvalidError{Field: "source", Reason: "names no tenant or workspace"}
+	}
+	if source.Namespace == "" {
+		source.Namespace = namespace
+	}
+	if source.Namespace == "" {
+		source.Namespace = DefaultNamespace
+	}
+	if creds.Token == "" {
+		return Source{}, fmt.Errorf("%s: no key for the tracker: %w", kind, ErrUnauthorized)
+	}
+	return source, nil
+}
+
+// SortComments orders comments as Comments answers them: oldest first,
+// and by id (LessID) within one time.
+func SortComments(cs []Comment) {
+	slices.SortStableFunc(cs, func(a, b Comment) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		switch {
+		case LessID(a.ID, b.ID):
+			return -1
+		case LessID(b.ID, a.ID):
+			return 1
+		}
+		return 0
+	})
 }

@@ -542,3 +542,51 @@ func VerifySHA256(secret, prefix, signature string, body []byte) bool {
 	want, _ := hex.DecodeString(SignSHA256(secret, body))
 	return hmac.Equal(got, want)
 }
+
+// Decode reads one object of a tracker's answer, refusing one that valid
+// says is no answer (an issue without an id, the empty object a failing
+// converter answers): never a panic, whatever the body.
+func Decode[T any](body []byte, valid func(T) bool) (T, error) {
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return v, err
+	}
+	if !valid(v) {
+		var zero T
+		return zero, errNotAnAnswer
+	}
+	return v, nil
+}
+
+// DecodeAll reads a list of a tracker's answer (null reads as none),
+// refusing it when valid refuses any of its objects.
+func DecodeAll[T any](body []byte, valid func(T) bool) ([]T, error) {
+	var vs []T
+	if err := json.Unmarshal(body, &vs); err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		if !valid(v) {
+			return nil, errNotAnAnswer
+		}
+	}
+	return vs, nil
+}
+
+// errNotAnAnswer is an object that is not what the tracker answers.
+var errNotAnAnswer = errors.New("an object without the fields every answer has")
+
+// Read sends req and decodes its answer as one object valid takes; an
+// answer that isn't one is Garbled, named what.
+func Read[T any](ctx context.Context, c *Client, req Request, what string, valid func(T) bool) (T, Answer, error) {
+	var zero T
+	a, err := c.Do(ctx, req)
+	if err != nil {
+		return zero, a, err
+	}
+	v, err := Decode(a.Body, valid)
+	if err != nil {
+		return zero, a, Garbled(c.cfg.Name, what, err)
+	}
+	return v, a, nil
+}

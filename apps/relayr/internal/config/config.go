@@ -23,6 +23,7 @@ import (
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/writes"
 )
 
@@ -539,7 +540,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 			add("%s: vikunja's project is a number, not %q", where, b.Project)
 		}
 		if (b.Tracker == "gitea" || b.Tracker == "github") && b.Project != "" {
-			if _, _, err := tracker.ParseRepo(b.Project); err != nil {
+			if _, err := forge.ParseRepo(b.Project); err != nil {
 				add("%s: %s's project is its repository, \"owner/name\", not %q", where, b.Tracker, b.Project)
 			}
 		}
