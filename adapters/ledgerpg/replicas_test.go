@@ -12,6 +12,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -53,19 +54,11 @@ func newReplicas(t testing.TB, rls bool) *replicas {
 	gate := &gatedCreate{Tracker: fake}
 	writer := func(l writes.Ledger) *writes.Writer {
 		conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: fixed{tracker.New(gate)}})
+			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: gate}})
 		return writes.New(writes.Config{Ledger: l, Connections: conns})
 	}
 	rr := &rereading{Ledger: second, reread: make(chan struct{})}
 	return &replicas{fake: fake, gate: gate, a: writer(first.Ledger), b: writer(rr), reread: rr.reread}
-}
-
-// fixed connects every binding to one tracker.
-type fixed struct{ t *tracker.Tracker }
-
-func (fixed) Kind() string { return "fake" }
-func (f fixed) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
-	return f.t, nil
 }
 
 // gatedCreate holds a create until the test lets it go, when hold is set.

@@ -1,8 +1,6 @@
 package plane_test
 
 import (
-	"context"
-	"errors"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -10,8 +8,8 @@ import (
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/ledger"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
@@ -21,24 +19,9 @@ import (
 // and a fake clock, which is also the emulation's.
 type filing struct {
 	w      *writes.Writer
-	ledger *failingRecord
+	ledger *coretest.FailingRecord
 	clock  *clock.Fake
 	emu    *planeemu.Server
-}
-
-// failingRecord is a ledger whose next Record fails when armed: an attempt
-// that dies after the tracker took its create and before the ledger heard.
-type failingRecord struct {
-	*memledger.Ledger
-	fail bool
-}
-
-func (l *failingRecord) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
-	if l.fail {
-		l.fail = false
-		return ledger.Claim{}, errors.New("the attempt died before recording")
-	}
-	return l.Ledger.Record(ctx, p)
 }
 
 func newFiling(t *testing.T) *filing {
@@ -51,7 +34,7 @@ func newFiling(t *testing.T) *filing {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &failingRecord{Ledger: memledger.New()}
+	l := coretest.NewFailingRecord()
 	conns := binding.NewConnections(c, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}},
 		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn})
 	return &filing{w: writes.New(writes.Config{Ledger: l, Connections: conns, Clock: c}), ledger: l, clock: c, emu: emu}
@@ -117,7 +100,7 @@ func TestFilingRequestCounts(t *testing.T) {
 	})
 	t.Run("ARetakenClaimWhoseItemExistsCostsTheCreateAndOn409TheLookup", func(t *testing.T) {
 		f := setUp(t)
-		f.ledger.fail = true
+		f.ledger.Arm()
 		if _, err := f.ensure("k1"); err == nil {
 			t.Fatal("the attempt recorded")
 		}

@@ -1,16 +1,14 @@
 package vikunja_test
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/ledger"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
 	"github.com/relayr-go/relayr/fixtures/vikunjaemu"
@@ -20,24 +18,9 @@ import (
 // and a fake clock, which also runs the emulation's and the adapter's time.
 type filing struct {
 	w      *writes.Writer
-	ledger *failingRecord
+	ledger *coretest.FailingRecord
 	clock  *clock.Fake
 	e      *vikunjaemu.Emulator
-}
-
-// failingRecord is a ledger whose next Record fails when armed: an attempt
-// that dies after the tracker took its create and before the ledger heard.
-type failingRecord struct {
-	*memledger.Ledger
-	fail bool
-}
-
-func (l *failingRecord) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
-	if l.fail {
-		l.fail = false
-		return ledger.Claim{}, errors.New("the attempt died before recording")
-	}
-	return l.Ledger.Record(ctx, p)
 }
 
 func newFiling(t *testing.T) *filing {
@@ -48,7 +31,7 @@ func newFiling(t *testing.T) *filing {
 	t.Cleanup(e.Close)
 	conn := vikunja.Connector{BaseURL: srv.URL, Project: e.CreateProject("Lattice", "LAT"),
 		Options: []vikunja.Option{vikunja.WithTransport(srv.Client().Transport), vikunja.WithClock(c.Now)}}
-	l := &failingRecord{Ledger: memledger.New()}
+	l := coretest.NewFailingRecord()
 	conns := binding.NewConnections(c, tracker.StaticCredentials{"t1/" + vikunja.Kind: {Token: e.Token}},
 		binding.Binding{Tenant: "t1", Workspace: "w1", Connector: conn})
 	return &filing{w: writes.New(writes.Config{Ledger: l, Connections: conns, Clock: c}), ledger: l, clock: c, e: e}
@@ -113,7 +96,7 @@ func TestFilingRequestCounts(t *testing.T) {
 	})
 	t.Run("ARetakenClaimFindsTheItemAnEarlierAttemptFiledWithOneSearch", func(t *testing.T) {
 		f := setUp(t)
-		f.ledger.fail = true
+		f.ledger.Arm()
 		if _, err := f.ensure(t, "k1"); err == nil {
 			t.Fatal("the attempt recorded")
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
@@ -33,7 +34,7 @@ var t0 = time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)
 func benchFollower(b *testing.B, tr tracker.Driver, l ledger.Ledger, clk clock.Clock) *follower {
 	b.Helper()
 	mem := memledger.New()
-	bd := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: connectorOf{tracker.New(tr)}}
+	bd := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}}
 	conns := binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {}}, bd)
 	// The daily sweep reads the whole project, a page a request, and is
 	// measured apart (BenchmarkSeed reads the same way); here it is kept
@@ -41,13 +42,6 @@ func benchFollower(b *testing.B, tr tracker.Driver, l ledger.Ledger, clk clock.C
 	fs := New(Config{Ledger: l, Log: mem, Connections: conns, Clock: clk, Logger: slog.New(slog.DiscardHandler), Holder: "bench",
 		Options: Options{SweepEvery: math.MaxInt64, SweepMin: -1}})
 	return newFollower(fs, bd)
-}
-
-type connectorOf struct{ tr *tracker.Tracker }
-
-func (c connectorOf) Kind() string { return "fake" }
-func (c connectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
-	return c.tr, nil
 }
 
 func mustPoll(b *testing.B, f *follower) {

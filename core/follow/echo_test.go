@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -28,7 +29,7 @@ func rewrittenDescriptionEcho(t *testing.T) {
 	if v, ok := e.row("k1").Values[tracker.FieldDescription]; ok {
 		t.Fatalf("%q still recorded after the read back, want both consumed", ledger.Pending(v))
 	}
-	if err := e.update("k1", tracker.Patch{Description: ptr(`Retried: <a href="https://ci/1">run 1</a>`)}); err != nil {
+	if err := e.update("k1", tracker.Patch{Description: coretest.Ptr(`Retried: <a href="https://ci/1">run 1</a>`)}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()
@@ -36,7 +37,7 @@ func rewrittenDescriptionEcho(t *testing.T) {
 	// An edit to what the tracker already holds, as it holds it, sends
 	// nothing.
 	calls := e.fake.Calls("Update")
-	if err := e.update("k1", tracker.Patch{Description: ptr(`Retried: <a href="https://ci/1">run 1</a>`)}); err != nil {
+	if err := e.update("k1", tracker.Patch{Description: coretest.Ptr(`Retried: <a href="https://ci/1">run 1</a>`)}); err != nil {
 		t.Fatal(err)
 	}
 	if e.fake.Calls("Update") != calls {
@@ -52,7 +53,7 @@ func unansweredDescriptionEcho(t *testing.T) {
 	it := e.ensure("k1", tracker.Draft{Title: "T", Description: "first"})
 	e.start()
 	e.fake.CrashAfterUpdate(1)
-	if err := e.update("k1", tracker.Patch{Description: ptr("second <br/> line")}); err == nil {
+	if err := e.update("k1", tracker.Patch{Description: coretest.Ptr("second <br/> line")}); err == nil {
 		t.Fatal("the edit whose answer never came succeeded")
 	}
 	if v := e.row("k1").Values[tracker.FieldDescription]; v != `"second \u003cbr/\u003e line"` {
@@ -63,7 +64,7 @@ func unansweredDescriptionEcho(t *testing.T) {
 	if v, ok := e.row("k1").Values[tracker.FieldDescription]; ok {
 		t.Fatalf("%q still recorded, want the prediction consumed", ledger.Pending(v))
 	}
-	if err := e.fake.Edit(it.Ref.ID, tracker.Patch{Description: ptr("a person's words")}); err != nil {
+	if err := e.fake.Edit(it.Ref.ID, tracker.Patch{Description: coretest.Ptr("a person's words")}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()

@@ -12,6 +12,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
@@ -42,7 +43,7 @@ func followMany(t *testing.T, n, limit int) *keyed {
 		}
 		rec := &callTimes{Tracker: f, at: func() { k.mu.Lock(); k.polls[i] = append(k.polls[i], time.Now()); k.mu.Unlock() }}
 		k.fakes = append(k.fakes, f)
-		bindings = append(bindings, binding.Binding{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Connector: &recordingConnectorOf{rec}})
+		bindings = append(bindings, binding.Binding{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Connector: coretest.Connector{Driver: rec}})
 	}
 	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk"}}, bindings...)
 	conns.Budget = k.bud
@@ -62,13 +63,6 @@ type callTimes struct {
 func (c *callTimes) Items(ctx context.Context, q tracker.Query) (tracker.Page, error) {
 	c.at()
 	return c.Tracker.Items(ctx, q)
-}
-
-type recordingConnectorOf struct{ tr tracker.Driver }
-
-func (c *recordingConnectorOf) Kind() string { return "fake" }
-func (c *recordingConnectorOf) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
-	return tracker.New(c.tr), nil
 }
 
 // worstGap is the longest wait between two polls of one binding after from.

@@ -12,6 +12,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
@@ -84,7 +85,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 		o(e)
 	}
 	e.rec = &recorder{Tracker: e.fake}
-	e.b.Connector = &recordingConnector{rec: e.rec}
+	e.b.Connector = coretest.Connector{Driver: e.rec}
 	e.led = &faultLedger{Ledger: e.mem}
 	e.log = &faultLog{Log: e.mem}
 	e.conns = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, e.b)
@@ -207,14 +208,12 @@ func (e *env) second(holder string) (*follow.Followers, *recorder) {
 	cfg.Holder = holder
 	rec := &recorder{Tracker: e.fake}
 	b := e.b
-	b.Connector = &recordingConnector{rec: rec}
+	b.Connector = coretest.Connector{Driver: rec}
 	cfg.Connections = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, b)
 	fs := follow.New(cfg)
 	e.t.Cleanup(fs.Stop)
 	return fs, rec
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // recorder wraps the fake to keep the queries polls made and when.
 type recorder struct {
@@ -285,13 +284,6 @@ func (r *recorder) sweeps() []query {
 		}
 	}
 	return out
-}
-
-type recordingConnector struct{ rec *recorder }
-
-func (c *recordingConnector) Kind() string { return "fake" }
-func (c *recordingConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
-	return tracker.New(c.rec), nil
 }
 
 // faultLedger fails chosen calls: every lease call of one holder, or the

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
@@ -139,7 +140,7 @@ func oneEventPerField(t *testing.T) {
 	e := newEnv(t)
 	a := e.person("A")
 	e.start()
-	if err := e.fake.Edit(a.Ref.ID, tracker.Patch{Title: ptr("A2"), State: ptr(tracker.Done)}); err != nil {
+	if err := e.fake.Edit(a.Ref.ID, tracker.Patch{Title: coretest.Ptr("A2"), State: coretest.Ptr(tracker.Done)}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()
@@ -188,7 +189,7 @@ func echoDroppedAndConsumed(t *testing.T) {
 	e := newEnv(t)
 	it := e.ensure("k1", tracker.Draft{Title: "T0"})
 	e.start()
-	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("R1")}); err != nil {
 		t.Fatal(err)
 	}
 	if v := ledger.Pending(e.row("k1").Values[tracker.FieldTitle]); len(v) != 1 || v[0] != `"R1"` {
@@ -224,7 +225,7 @@ func personOverwritesBeforeARead(t *testing.T) {
 	e := newEnv(t)
 	it := e.ensure("k1", tracker.Draft{Title: "T0"})
 	e.start()
-	if err := e.update("k1", tracker.Patch{Title: ptr("X"), State: ptr(tracker.Done)}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("X"), State: coretest.Ptr(tracker.Done)}); err != nil {
 		t.Fatal(err)
 	}
 	e.after(time.Second)
@@ -268,7 +269,7 @@ func echoWhileNextEditOnItsWay(t *testing.T) {
 	e := newEnv(t)
 	e.ensure("k1", tracker.Draft{Title: "T0"})
 	e.start()
-	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("R1")}); err != nil {
 		t.Fatal(err)
 	}
 	// The second edit records its value; its request has not landed yet.
@@ -280,7 +281,7 @@ func echoWhileNextEditOnItsWay(t *testing.T) {
 	if v := e.row("k1").Values[tracker.FieldTitle]; v != `"R2"` {
 		t.Fatalf("recorded %q after reading R1, want R2 kept", v)
 	}
-	if err := e.update("k1", tracker.Patch{Title: ptr("R2")}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("R2")}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()
@@ -445,7 +446,7 @@ func anotherItemsKey(t *testing.T) {
 	orig := e.ensure("k1", tracker.Draft{Title: "filed", State: tracker.Todo})
 	e.poll()
 	e.wantEvents(0)
-	if err := e.update("k1", tracker.Patch{Title: ptr("relayr's title")}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("relayr's title")}); err != nil {
 		t.Fatal(err)
 	}
 	copied := e.person("a copy")
@@ -477,7 +478,7 @@ func actorUnknownWithEcho(t *testing.T) {
 	e := newEnv(t)
 	it := e.ensure("k1", tracker.Draft{Title: "T"})
 	e.start()
-	if err := e.update("k1", tracker.Patch{Title: ptr("R1")}); err != nil {
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("R1")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.fake.SetState(it.Ref.ID, tracker.Started); err != nil {
@@ -573,9 +574,9 @@ func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
 	// as missing, and only a key's lookup tells.
 	var personArchived *bool
 	if flavour == faketracker.LikeVikunja {
-		personArchived = ptr(false)
+		personArchived = coretest.Ptr(false)
 	}
-	want := map[string]*bool{deleted.Ref.ID: ptr(true), archived.Ref.ID: ptr(false), pDeleted.Ref.ID: nil, pArchived.Ref.ID: personArchived}
+	want := map[string]*bool{deleted.Ref.ID: coretest.Ptr(true), archived.Ref.ID: coretest.Ptr(false), pDeleted.Ref.ID: nil, pArchived.Ref.ID: personArchived}
 	for _, ev := range evs {
 		d := e.data(ev)
 		w, ok := want[d.Item.ID]
@@ -702,7 +703,7 @@ func vikunjaStates(t *testing.T) {
 	if v := e.row("k1").Values[tracker.FieldState]; v != "" {
 		t.Fatalf("recorded state %s left after the first read", v)
 	}
-	if err := e.update("k1", tracker.Patch{State: ptr(tracker.Cancelled)}); err != nil {
+	if err := e.update("k1", tracker.Patch{State: coretest.Ptr(tracker.Cancelled)}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()
@@ -1019,7 +1020,7 @@ func projectionMaps(t *testing.T) {
 	it := e.ensure("k1", tracker.Draft{Title: "T"})
 	e.start()
 	from, _, _ := e.fake.Snapshot(it.Ref.ID) // the version the change is from
-	if err := e.fake.Edit(it.Ref.ID, tracker.Patch{Title: ptr("T2"), State: ptr(tracker.Done)}); err != nil {
+	if err := e.fake.Edit(it.Ref.ID, tracker.Patch{Title: coretest.Ptr("T2"), State: coretest.Ptr(tracker.Done)}); err != nil {
 		t.Fatal(err)
 	}
 	e.poll()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -152,7 +153,7 @@ func TestAWriteNeverSentReleasesItsClaimAtOnce(t *testing.T) {
 
 func writerOver(tr tracker.Driver, l *memledger.Ledger, m metrics.Metrics) *writes.Writer {
 	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(tr)}})
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}})
 	return writes.New(writes.Config{Ledger: l, Connections: conns, Metrics: m})
 }
 

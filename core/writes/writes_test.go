@@ -13,6 +13,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/integrations"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -81,7 +82,7 @@ func (e *env) update(key string, p tracker.Patch) (tracker.Item, error) {
 // changes some of its answers.
 func (e *env) through(tr tracker.Driver) {
 	e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(tr)}})
+		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}})
 	e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
 }
 
@@ -110,8 +111,6 @@ func calls(e *env) map[string]int {
 	}
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // claimedElsewhere claims key as another replica's attempt would, at t0.
 func (e *env) claimedElsewhere(key string) ledger.Claim {
@@ -675,7 +674,7 @@ func TestEnsureItem(t *testing.T) {
 	t.Run("AClaimerWhoseClaimWasRetakenCannotRecordOverTheNewClaimer", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikeVikunja)
 		slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &staticConnector{tracker.New(slow)}}
+		b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: slow}}
 		conns := binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {}}, b)
 		w := writes.New(writes.Config{Ledger: e.ledger, Connections: conns, Clock: e.clock, Options: writes.Options{WriteBound: time.Hour}})
 		type answer struct {
@@ -784,7 +783,7 @@ func TestUpdate(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
 		e.fake.ResetCalls()
-		got, err := e.update("k", tracker.Patch{Title: ptr("x"), State: ptr(tracker.Done)})
+		got, err := e.update("k", tracker.Patch{Title: coretest.Ptr("x"), State: coretest.Ptr(tracker.Done)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -805,12 +804,12 @@ func TestUpdate(t *testing.T) {
 	t.Run("ARetriedEditSendsNothing", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
-		if _, err := e.update("k", tracker.Patch{Title: ptr("y")}); err != nil {
+		if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("y")}); err != nil {
 			t.Fatal(err)
 		}
 		e.fake.ResetCalls()
 		for range 3 {
-			got, err := e.update("k", tracker.Patch{Title: ptr("y")})
+			got, err := e.update("k", tracker.Patch{Title: coretest.Ptr("y")})
 			if err != nil || got.Title != "y" {
 				t.Fatalf("retry answered %+v, %v", got, err)
 			}
@@ -824,12 +823,12 @@ func TestUpdate(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Todo})
 		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
-		_, err := e.update("k", tracker.Patch{Title: ptr("y")})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("y")})
 		wantCode(t, err, writes.CodeUnavailable)
 		e.fake.ResetCalls()
 		// relayr recorded y and never heard whether it landed: the retry
 		// asks the tracker, which holds x, and sends y.
-		if _, err := e.update("k", tracker.Patch{Title: ptr("y")}); err != nil {
+		if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("y")}); err != nil {
 			t.Fatal(err)
 		}
 		if c := calls(e); c[faketracker.MethodItem] != 1 || c[faketracker.MethodUpdate] != 1 {
@@ -845,7 +844,7 @@ func TestUpdate(t *testing.T) {
 		}
 		e.fake.ResetCalls()
 		// The tracker holds the person's y already: nothing is sent.
-		if _, err := e.w.Update(context.Background(), writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: ptr("y")}, Live: true}); err != nil {
+		if _, err := e.w.Update(context.Background(), writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: coretest.Ptr("y")}, Live: true}); err != nil {
 			t.Fatal(err)
 		}
 		if c := calls(e); c[faketracker.MethodItem] != 1 || len(c) != 1 {
@@ -858,7 +857,7 @@ func TestUpdate(t *testing.T) {
 		e.mustEnsure("k", tracker.Draft{Title: "x"})
 		e.fake.ResetCalls()
 		// Vikunja holds started as todo: nothing differs (ADR-0036).
-		if _, err := e.update("k", tracker.Patch{Title: ptr("x"), State: ptr(tracker.Started)}); err != nil {
+		if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("x"), State: coretest.Ptr(tracker.Started)}); err != nil {
 			t.Fatal(err)
 		}
 		if e.fake.Calls(faketracker.MethodUpdate) != 0 {
@@ -869,11 +868,11 @@ func TestUpdate(t *testing.T) {
 	t.Run("ARefusedEditPutsBackTheValueRecordedBeforeIt", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		e.mustEnsure("k", tracker.Draft{Title: "x"})
-		if _, err := e.update("k", tracker.Patch{Title: ptr("A")}); err != nil {
+		if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("A")}); err != nil {
 			t.Fatal(err)
 		}
 		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrRefused)
-		_, err := e.update("k", tracker.Patch{Title: ptr("B"), State: ptr(tracker.Done)})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("B"), State: coretest.Ptr(tracker.Done)})
 		wantCode(t, err, writes.CodeRefused)
 		v := e.row(ledger.KindItem, "k").Values
 		if last(v[tracker.FieldTitle]) != `"A"` || ledger.IsPending(v[tracker.FieldTitle], `"B"`) {
@@ -888,7 +887,7 @@ func TestUpdate(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		e.mustEnsure("k", tracker.Draft{Title: "x"})
 		e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
-		_, err := e.update("k", tracker.Patch{Title: ptr("B")})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("B")})
 		wantCode(t, err, writes.CodeUnavailable)
 		if v := e.row(ledger.KindItem, "k").Values; last(v[tracker.FieldTitle]) != `"B"` {
 			t.Fatalf("values %v", v)
@@ -897,7 +896,7 @@ func TestUpdate(t *testing.T) {
 
 	t.Run("UpdateChangesOnlyItemsRelayrFiled", func(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
-		_, err := e.update("never-filed", tracker.Patch{Title: ptr("B")})
+		_, err := e.update("never-filed", tracker.Patch{Title: coretest.Ptr("B")})
 		wantCode(t, err, writes.CodeRefused)
 	})
 
@@ -906,11 +905,11 @@ func TestUpdate(t *testing.T) {
 		e.mustEnsure("k", tracker.Draft{Title: "t0"}) // the create is the first write
 		for i := 1; i < 20; i++ {
 			e.clock.Advance(time.Minute)
-			if _, err := e.update("k", tracker.Patch{Title: ptr("t" + string(rune('a'+i)))}); err != nil {
+			if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("t" + string(rune('a'+i)))}); err != nil {
 				t.Fatalf("write %d: %v", i+1, err)
 			}
 		}
-		_, err := e.update("k", tracker.Patch{Title: ptr("one too many")})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("one too many")})
 		wantCode(t, err, writes.CodeLoop)
 		if writes.CodeLoop.Retryable() {
 			t.Fatal("tracker_loop must not be retryable")
@@ -919,7 +918,7 @@ func TestUpdate(t *testing.T) {
 			t.Fatalf("loops counted %v", e.m.Get(metrics.Loops))
 		}
 		e.clock.Advance(42 * time.Minute) // the create and the first edit leave the hour
-		if _, err := e.update("k", tracker.Patch{Title: ptr("later")}); err != nil {
+		if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr("later")}); err != nil {
 			t.Fatalf("after the hour slid: %v", err)
 		}
 	})
@@ -942,7 +941,7 @@ func TestUpdate(t *testing.T) {
 			e.clock.Advance(2 * time.Second)
 			fail := notTaken[i%len(notTaken)]
 			e.fake.FailNext(faketracker.MethodUpdate, fail.times, fail.err)
-			_, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("refused ", i))})
+			_, err := e.update("k", tracker.Patch{Title: coretest.Ptr(fmt.Sprint("refused ", i))})
 			if err == nil || writes.CodeOf(err) == writes.CodeLoop {
 				t.Fatalf("refused edit %d: %v, want the tracker's refusal", i+1, err)
 			}
@@ -957,16 +956,16 @@ func TestUpdate(t *testing.T) {
 			e.clock.Advance(2 * time.Second)
 			if i%2 == 0 {
 				e.fake.FailNext(faketracker.MethodUpdate, 1, tracker.ErrUnavailable)
-				_, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("lost ", i))})
+				_, err := e.update("k", tracker.Patch{Title: coretest.Ptr(fmt.Sprint("lost ", i))})
 				wantCode(t, err, writes.CodeUnavailable)
 				continue
 			}
-			if _, err := e.update("k", tracker.Patch{Title: ptr(fmt.Sprint("landed ", i))}); err != nil {
+			if _, err := e.update("k", tracker.Patch{Title: coretest.Ptr(fmt.Sprint("landed ", i))}); err != nil {
 				t.Fatalf("write %d: %v", i+1, err)
 			}
 		}
 		wantCode(t, comment("c-one-too-many"), writes.CodeLoop)
-		_, err := e.update("k", tracker.Patch{Title: ptr("one too many")})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("one too many")})
 		wantCode(t, err, writes.CodeLoop)
 	})
 
@@ -981,7 +980,7 @@ func TestUpdate(t *testing.T) {
 			e.clock.Advance(time.Second)
 			ctx, cancel := context.WithCancel(context.Background())
 			gives.cancel = cancel
-			_, err := w.Update(ctx, writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: ptr(fmt.Sprint("given up ", i))}})
+			_, err := w.Update(ctx, writes.UpdateParams{Tenant: "acme", Workspace: "ops", Key: "k", Patch: tracker.Patch{Title: coretest.Ptr(fmt.Sprint("given up ", i))}})
 			if err == nil || writes.CodeOf(err) == writes.CodeLoop {
 				t.Fatalf("edit %d, never sent: %v", i+1, err)
 			}
@@ -995,9 +994,9 @@ func TestUpdate(t *testing.T) {
 		e := newEnv(t, faketracker.LikePlane)
 		r := e.mustEnsure("k", tracker.Draft{Title: "x"})
 		_ = e.fake.Delete(context.Background(), r.Item.Ref.ID)
-		_, err := e.update("k", tracker.Patch{Title: ptr("B")})
+		_, err := e.update("k", tracker.Patch{Title: coretest.Ptr("B")})
 		wantCode(t, err, writes.CodeDeleted)
-		_, err = e.update("k", tracker.Patch{Title: ptr("B")})
+		_, err = e.update("k", tracker.Patch{Title: coretest.Ptr("B")})
 		wantCode(t, err, writes.CodeDeleted)
 	})
 }
@@ -1163,13 +1162,6 @@ type cancelOnSetValues struct {
 func (l *cancelOnSetValues) SetValues(ctx context.Context, k ledger.Key, v map[string]string) (map[string]string, error) {
 	l.cancel()
 	return l.Ledger.SetValues(ctx, k, v)
-}
-
-type staticConnector struct{ t *tracker.Tracker }
-
-func (c *staticConnector) Kind() string { return "fake" }
-func (c *staticConnector) Connect(context.Context, tracker.Credentials, tracker.Source) (*tracker.Tracker, error) {
-	return c.t, nil
 }
 
 // last is a field's value relayr recorded last.
