@@ -47,7 +47,10 @@ func newEmulated(t *testing.T, opts githubemu.Options, cfg github.Config) *emula
 	e.CreateRepo("relayr", "live")
 	em.person = e.Person("alice")
 	cfg.BaseURL = srv.URL + opts.PathPrefix
-	cfg.Repo, cfg.Client, cfg.Now = "relayr/live", srv.Client(), em.clock.Now
+	cfg.Repo, cfg.Client = "relayr/live", srv.Client()
+	if cfg.Now == nil {
+		cfg.Now = em.clock.Now
+	}
 	c, err := github.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
