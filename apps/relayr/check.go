@@ -23,7 +23,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !ok {
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "configuration %s: valid, %d tenants, %d bindings, %d subscriptions\n", *path, len(c.Tenants), len(c.Bindings), len(c.Subscriptions))
+	fmt.Fprintf(stdout, "configuration %s: valid, %s, %s, %s\n", *path,
+		counted(len(c.Tenants), "tenant"), counted(len(c.Bindings), "binding"), counted(len(c.Subscriptions), "subscription"))
 	for _, w := range c.Warnings() {
 		fmt.Fprintf(stdout, "  warning: %s\n", w)
 	}
@@ -93,4 +94,12 @@ func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credential
 		return nil
 	}
 	return err
+}
+
+// counted says n things, "1 tenant", "2 tenants".
+func counted(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -209,8 +209,10 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	bud := budget.NewWith(o.Clock, t.Budget, budget.Options{Logger: o.Logger, Metrics: m, Windows: c.BudgetWindows()})
 	conns.Budget = bud
 	log := eventlog.NewNotifying(store)
+	// The writer reads the log the followers publish to, so an edit its own
+	// answered write already made is answered without a request.
 	w := writes.New(writes.Config{
-		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m,
+		Ledger: store, Connections: conns, Integrations: o.Integrations, Clock: o.Clock, Budget: bud, Metrics: m, Log: log,
 		Options: writes.Options{
 			RetakeAfter: t.RetakeAfter.Duration, WriteBound: t.WriteBound.Duration,
 			CapWindow: t.CapWindow.Duration, CapLimit: t.CapLimit, Settle: t.Settle(),
