@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"time"
@@ -203,8 +204,13 @@ func (s session) call(ctx context.Context, fn func(ctx context.Context, t *track
 	return err
 }
 
-// metered is ctx with the write's requests counted in the key's budget.
+// metered is ctx with the write's requests counted: in the key's budget,
+// and as writes sent to the tracker (metrics.Writes).
 func (s session) metered(ctx context.Context) context.Context {
+	labels := metrics.Labels{"tenant": s.b.Tenant, "workspace": s.b.Workspace, "tracker": s.b.Kind()}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { s.w.m.Add(metrics.Writes, 1, labels) },
+	})
 	if s.w.budget == nil {
 		return ctx
 	}

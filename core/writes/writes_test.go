@@ -1275,3 +1275,19 @@ func TestAnUpdateToAKeyWhoseFilingDidNotFinishIsToldWhatResolvesIt(t *testing.T)
 		t.Fatalf("the update once ensure resolved the key: %v", err)
 	}
 }
+
+// TestWritesCountTheRequestsTheySend: relayr.trackers.writes counts every
+// request a write sends to the tracker, the look-ups of a retaken claim
+// among them, and nothing for a write answered from the ledger.
+func TestWritesCountTheRequestsTheySend(t *testing.T) {
+	e := newEnv(t, faketracker.LikeVikunja)
+	e.mustEnsure("k1", tracker.Draft{Title: "t"})
+	if got, want := e.m.Get(metrics.Writes), float64(e.fake.TotalCalls()); got != want || got == 0 {
+		t.Fatalf("writes counted %v, the tracker took %v requests", got, want)
+	}
+	before := e.m.Get(metrics.Writes)
+	e.mustEnsure("k1", tracker.Draft{Title: "t"}) // recorded: answered from the ledger
+	if e.m.Get(metrics.Writes) != before {
+		t.Fatalf("a retried filing of a recorded key counted %v writes", e.m.Get(metrics.Writes)-before)
+	}
+}

@@ -42,3 +42,27 @@ func TestTheGaugesShowTheReplicasShareOfLeasesAndBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestTheCountersAnAlertWatchesAreScrapedBeforeTheFirstCount: ADR-0036's
+// and ADR-0015's counters and the tracker writes read 0 on a fresh
+// registry, so an alert on them has a series to watch.
+func TestTheCountersAnAlertWatchesAreScrapedBeforeTheFirstCount(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewPrometheus(reg)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			got[f.GetName()] += m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"relayr_trackers_unnudged_total", "relayr_trackers_nudges_refused_total", "relayr_trackers_dead_letters_total",
+		"relayr_trackers_loops_total", "relayr_followers_stopped_total", "relayr_trackers_writes_total"} {
+		if v, ok := got[name]; !ok || v != 0 {
+			t.Errorf("%s: %v (scraped: %v), want a series at 0", name, v, ok)
+		}
+	}
+}
