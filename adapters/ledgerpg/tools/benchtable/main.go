@@ -207,6 +207,9 @@ func (r results) trackerRows(t string) []row {
 	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "requests/poll"); ok {
 		rows = append(rows, row{"Tracker requests per idle poll, " + t, num(v), "–", "–"})
 	}
+	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "points/poll"); ok {
+		rows = append(rows, row{"Points of the tracker's hourly limit per idle poll (a 304 costs none), " + t, num(v), "1 point an unconditional poll", "–"})
+	}
 	minute, hasMinute := r.get("ChangeToFeed/"+t+"/polling", "ms/change@60s")
 	against := func(v float64) (string, string) {
 		if !hasMinute {

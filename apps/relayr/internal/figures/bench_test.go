@@ -203,14 +203,21 @@ func readingService(b *testing.B, emu emulation, clk *clock.Fake) (*service, []s
 	// deletion figures: here polls are what is counted, the daily sweep
 	// among them.
 	s := startService(b, emu, serviceOptions{clock: clk, timings: config.Timings{SweepMin: config.Duration{Duration: 24 * time.Hour}}})
-	if err := s.app.Followers.PollOnce(b.Context(), tenant, workspace); err != nil {
-		b.Fatal(err)
+	// The first read may take more than one poll: its further pages take
+	// only what the budget's minute spares (a code forge's walk of windows
+	// is more pages than the minute spares), and the next poll goes on.
+	for range 60 {
+		if err := s.app.Followers.PollOnce(b.Context(), tenant, workspace); err != nil {
+			b.Fatal(err)
+		}
+		if cur, err := s.app.Store.Cursor(b.Context(), s.follower()); err == nil && cur.Seeded {
+			clk.Advance(time.Hour)
+			return s, ids
+		}
+		clk.Advance(time.Minute)
 	}
-	if err := s.waitSeeded(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	clk.Advance(time.Hour)
-	return s, ids
+	b.Fatal("the follower never read the project, in an hour of polls")
+	return nil, nil
 }
 
 // BenchmarkTrackerRequests counts the tracker requests of reading a
@@ -258,6 +265,11 @@ func BenchmarkTrackerRequests(b *testing.B) {
 			emu := tr.new(clk.Now)
 			s, _ := readingService(b, emu, clk)
 			emu.ResetRequests()
+			spent, metered := emu.(limited)
+			before := 0
+			if metered {
+				before = spent.Spent()
+			}
 			polls := 0
 			for b.Loop() {
 				clk.Advance(follow.DefaultPollEvery)
@@ -270,6 +282,10 @@ func BenchmarkTrackerRequests(b *testing.B) {
 				b.Fatalf("polls of a project where nothing changed published %s", evs[0].Type)
 			}
 			b.ReportMetric(float64(emu.Requests())/float64(polls), "requests/poll")
+			if metered {
+				// GitHub counts no 304 against its hour: the goal is 0.
+				b.ReportMetric(float64(spent.Spent()-before)/float64(polls), "points/poll")
+			}
 		})
 	}
 }

@@ -68,6 +68,8 @@ var emulations = []struct {
 }{
 	{"Plane", func(now func() time.Time) emulation { return newPlane(now) }},
 	{"Vikunja", func(now func() time.Time) emulation { return newVikunja(now) }},
+	{"Gitea", func(now func() time.Time) emulation { return newGitea(now) }},
+	{"GitHub", func(now func() time.Time) emulation { return newGitHub(now) }},
 }
 
 // loopback is a transport that keeps enough connections to 127.0.0.1 for
