@@ -46,6 +46,9 @@ type state struct {
 	polls      int64     // polls completed
 	deferred   int64     // polls the budget's pacer made wait
 	unnudged   int64     // changes published that no nudge announced
+	// unannounced are the changes the last polls published unannounced,
+	// held until the next poll: a nudge that comes first announced them.
+	unannounced int64
 	lastCount  int       // requests of its last poll
 	lastPublic int       // events its last poll published
 	lastError  string    // its last poll's failure, "" when it completed
@@ -209,6 +212,7 @@ func (f *follower) run(ctx context.Context) error {
 			}
 			wasAnnounced := announced
 			debounceAt, lastStart, announced = time.Time{}, now, false
+			f.settleUnannounced(wasAnnounced)
 			// Every poll is the binding's floor, scheduled or nudged: it
 			// goes whatever writes spend, paced within the budget with
 			// every other poll of its key (ADR-1001: a floor for polls).
@@ -244,12 +248,33 @@ func (f *follower) run(ctx context.Context) error {
 		}
 		if nudged {
 			// Nudges are debounced: the first starts the 2 s, the ones
-			// after it join the same poll (ADR-0036).
+			// after it join the same poll (ADR-0036). A nudge also
+			// announces what the last poll published unannounced: its
+			// webhook was sent while that poll read.
+			f.update(func(s *state) { s.unannounced = 0 })
 			announced = true
 			if debounceAt.IsZero() {
 				debounceAt = fs.clock.Now().Add(o.Debounce)
 			}
 		}
+	}
+}
+
+// settleUnannounced counts, as a poll begins, the changes the polls
+// before it published that no nudge announced, before or after: the
+// signal of a webhook gone silent (ADR-0036). A poll a nudge brought
+// forgets them, since the nudge announced them.
+func (f *follower) settleUnannounced(announced bool) {
+	var n int64
+	f.update(func(s *state) {
+		if !announced {
+			n = s.unannounced
+			s.unnudged += n
+		}
+		s.unannounced = 0
+	})
+	if n > 0 {
+		f.fs.m.Add(metrics.Unnudged, float64(n), f.labels())
 	}
 }
 

@@ -124,15 +124,25 @@ type pollRun struct {
 	// pacer: a poll the budget deferred.
 	waited time.Duration
 	asked  bool
+	// unannounced counts the changes the poll published that no nudge
+	// had announced when it began. The follower's loop holds them until
+	// its next poll: a nudge that comes meanwhile announced them (its
+	// webhook was sent as the poll read), and only the rest are counted
+	// unnudged. A poll run alone (PollOnce) counts them at once.
+	unannounced int
+	deferred    bool
 }
 
 // poll reads what changed and publishes it. It answers how long to wait
 // when the tracker asked for a wait, and a stop's error.
 func (f *follower) poll(ctx context.Context, announced bool) (time.Duration, error) {
 	fs := f.fs
-	pr := &pollRun{use: accessFloor, announced: announced}
+	pr := &pollRun{use: accessFloor, announced: announced, deferred: true}
 	start := fs.clock.Now()
 	err := f.checkThenRead(ctx, pr)
+	if pr.unannounced > 0 {
+		f.update(func(s *state) { s.unannounced += int64(pr.unannounced) })
+	}
 	took := fs.clock.Now().Sub(start)
 	var rl *tracker.RateLimitedError
 	var stop *stopError
@@ -862,8 +872,12 @@ func (r *reader) publish(ctx context.Context, e eventlog.Event) error {
 		// Changes a poll published that no nudge announced are counted,
 		// removals excepted: no webhook announces them (ADR-0036).
 		if !r.announced && e.Type != TypeItemRemoved {
-			r.f.update(func(s *state) { s.unnudged++ })
-			fs.m.Add(metrics.Unnudged, 1, r.labels())
+			if r.pr != nil && r.pr.deferred {
+				r.pr.unannounced++
+			} else {
+				r.f.update(func(s *state) { s.unnudged++ })
+				fs.m.Add(metrics.Unnudged, 1, r.labels())
+			}
 		}
 	}
 	return nil

@@ -854,8 +854,26 @@ func unnudgedCounted(t *testing.T) {
 	}
 	e.poll()
 	e.wantEvents(2)
+	// Held until the next poll: a nudge may still come for it.
+	if n := e.m.Get(metrics.Unnudged); n != 0 {
+		t.Fatalf("unnudged %v before the next poll", n)
+	}
+	e.poll()
 	if n := e.m.Get(metrics.Unnudged); n != 1 {
 		t.Fatalf("unnudged %v, want 1", n)
+	}
+	// A change a poll published before its webhook came: the nudge that
+	// follows announced it, so it is not counted.
+	if err := e.fake.Retitle(ctx, a.Ref.ID, "nudged late"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(3)
+	e.fs.Nudge(ctx, tenant, "fake", "proj")
+	e.after(3 * time.Second)
+	e.poll()
+	if n := e.m.Get(metrics.Unnudged); n != 1 {
+		t.Fatalf("unnudged %v after a change its nudge announced late, want 1 still", n)
 	}
 }
 
