@@ -39,19 +39,19 @@ type follower struct {
 
 // state is what a follower tells the status route and the watchdog.
 type state struct {
-	held       bool      // it holds the lease
-	heldSince  time.Time // when it took it
-	polled     time.Time // its last completed poll
-	late       bool      // the watchdog said it is late
-	polls      int64     // polls completed
-	deferred   int64     // polls the budget's pacer made wait
-	unnudged   int64     // changes published that no nudge announced
+	held      bool      // it holds the lease
+	heldSince time.Time // when it took it
+	polled    time.Time // its last completed poll
+	late      bool      // the watchdog said it is late
+	polls     int64     // polls completed
+	deferred  int64     // polls the budget's pacer made wait
+	unnudged  int64     // changes published that no nudge announced
 	// unannounced are the changes the last polls published unannounced,
 	// held until the next poll: a nudge that comes first announced them.
 	unannounced int64
-	lastCount  int       // requests of its last poll
-	lastPublic int       // events its last poll published
-	lastError  string    // its last poll's failure, "" when it completed
+	lastCount   int    // requests of its last poll
+	lastPublic  int    // events its last poll published
+	lastError   string // its last poll's failure, "" when it completed
 }
 
 func newFollower(fs *Followers, b binding.Binding) *follower {
