@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,14 +28,8 @@ type live struct {
 
 func liveGitea(t *testing.T) live {
 	t.Helper()
-	base, token, repo := os.Getenv("RELAYR_GITEA_URL"), os.Getenv("RELAYR_GITEA_TOKEN"), os.Getenv("RELAYR_GITEA_REPO")
-	if base == "" || token == "" || repo == "" {
-		msg := "no live Gitea: set RELAYR_GITEA_URL, RELAYR_GITEA_TOKEN and RELAYR_GITEA_REPO (owner/name) to run the suites against one"
-		if os.Getenv("RELAYR_REQUIRE_LIVE") == "1" {
-			t.Fatal(msg + " (RELAYR_REQUIRE_LIVE=1)")
-		}
-		t.Skip(msg)
-	}
+	env := livehook.Env(t, "Gitea", "RELAYR_GITEA_URL", "RELAYR_GITEA_TOKEN", "RELAYR_GITEA_REPO")
+	base, token, repo := env[0], env[1], env[2]
 	p := livePerson{base: base, token: token, repo: repo}
 	return live{base: base, token: token, repo: repo, person: p, hooks: newLiveHooks(t, p)}
 }

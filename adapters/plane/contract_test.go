@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/tracker/drivertest"
 	"github.com/relayr-go/relayr/core/tracker/trackertest"
+	"github.com/relayr-go/relayr/fixtures/livehook"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
@@ -106,12 +106,10 @@ type live struct {
 
 func newLive(t *testing.T) live {
 	t.Helper()
+	names := []string{"RELAYR_PLANE_URL", "RELAYR_PLANE_KEY", "RELAYR_PLANE_WORKSPACE", "RELAYR_PLANE_PROJECT"}
 	env := map[string]string{}
-	for _, k := range []string{"RELAYR_PLANE_URL", "RELAYR_PLANE_KEY", "RELAYR_PLANE_WORKSPACE", "RELAYR_PLANE_PROJECT"} {
-		env[k] = os.Getenv(k)
-		if env[k] == "" {
-			t.Skipf("no live Plane: set RELAYR_PLANE_URL, RELAYR_PLANE_KEY, RELAYR_PLANE_WORKSPACE and RELAYR_PLANE_PROJECT to run the contract against one (%s is unset)", k)
-		}
+	for i, v := range livehook.Env(t, "Plane", names...) {
+		env[names[i]] = v
 	}
 	conn, err := plane.NewConnector(plane.Config{
 		BaseURL: env["RELAYR_PLANE_URL"], Workspace: env["RELAYR_PLANE_WORKSPACE"], Project: env["RELAYR_PLANE_PROJECT"],

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -173,14 +172,8 @@ type live struct {
 
 func liveVikunja(t *testing.T) live {
 	t.Helper()
-	base, token, project := os.Getenv("RELAYR_VIKUNJA_URL"), os.Getenv("RELAYR_VIKUNJA_TOKEN"), os.Getenv("RELAYR_VIKUNJA_PROJECT")
-	if base == "" || token == "" || project == "" {
-		msg := "no live Vikunja: set RELAYR_VIKUNJA_URL, RELAYR_VIKUNJA_TOKEN and RELAYR_VIKUNJA_PROJECT to run the suites against one"
-		if os.Getenv("RELAYR_REQUIRE_LIVE") == "1" {
-			t.Fatal(msg + " (RELAYR_REQUIRE_LIVE=1)")
-		}
-		t.Skip(msg)
-	}
+	env := livehook.Env(t, "Vikunja", "RELAYR_VIKUNJA_URL", "RELAYR_VIKUNJA_TOKEN", "RELAYR_VIKUNJA_PROJECT")
+	base, token, project := env[0], env[1], env[2]
 	pid, err := strconv.ParseInt(project, 10, 64)
 	if err != nil {
 		t.Fatalf("RELAYR_VIKUNJA_PROJECT=%q: %v", project, err)
