@@ -22,6 +22,7 @@ var flavours = []struct {
 	{"FakeLikePlane", faketracker.LikePlane, nil},
 	{"FakeLikeVikunja", faketracker.LikeVikunja, nil},
 	{"FakeLikePlaneSanitizing", faketracker.LikePlane, []faketracker.Option{faketracker.Sanitizing()}},
+	{"FakeListingProjectComments", faketracker.LikeVikunja, []faketracker.Option{faketracker.WithProjectComments()}},
 }
 
 // fake makes one flavour's fake on a fake clock, and its deletion

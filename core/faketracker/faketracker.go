@@ -49,6 +49,9 @@ const (
 	MethodComment  = "Comment"
 	MethodItems    = "Items"
 	MethodComments = "Comments"
+	// MethodProjectComments is a read of the whole project's comments
+	// (tracker.ProjectCommenter), made only by a fake WithProjectComments.
+	MethodProjectComments = "ProjectComments"
 )
 
 // SignatureHeader carries the fake's webhook signature: lowercase hex of
@@ -91,18 +94,22 @@ type Tracker struct {
 	stale    []tracker.Item // answered once by the next Items
 	onCall   []func()
 	sanitize bool // hold descriptions as a sanitizer rewrites them
+	// allComments: the fake lists the project's comments in one read
+	// (WithProjectComments).
+	allComments bool
 }
 
 var (
 	_ tracker.Driver              = (*Tracker)(nil)
 	_ tracker.DescriptionComparer = (*Tracker)(nil)
+	_ tracker.ProjectCommenter    = (*Tracker)(nil)
 )
 
 // Capabilities implements tracker.Driver: the Plane flavour enforces keys
 // and holds every state; the Vikunja flavour folds the states into todo
 // and done, keeps time to the second and reports deletions by webhook.
 func (t *Tracker) Capabilities() tracker.Capabilities {
-	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond}
+	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond, ProjectComments: t.allComments}
 	if t.flavour == LikePlane {
 		c.KeysEnforced = true
 		return c
@@ -128,6 +135,13 @@ type Option func(*Tracker)
 // WithClock makes the fake stamp updated_at from c (the system clock by
 // default).
 func WithClock(c clock.Clock) Option { return func(t *Tracker) { t.clock = c } }
+
+// WithProjectComments makes the fake list the whole project's comments
+// since a time in one read, PageSize a request, as Gitea's and GitHub's
+// repository-wide comment lists do (tracker.ProjectCommenter), and say so
+// in its Capabilities. Without it the followers read comments item by
+// item.
+func WithProjectComments() Option { return func(t *Tracker) { t.allComments = true } }
 
 // WithProject names the fake's project (default "proj") and identifier
 // (default "FAKE").
@@ -319,6 +333,7 @@ func (t *Tracker) Create(ctx context.Context, key string, d tracker.Draft) (trac
 		Labels:      slices.Clone(d.Labels),
 		UpdatedAt:   t.now(),
 	}}
+	it.CreatedAt = it.UpdatedAt
 	if t.flavour == LikeVikunja {
 		it.Labels = nil // Vikunja labels a task after it makes it
 	}
@@ -478,6 +493,48 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]t
 		}
 	}
 	return out, nil
+}
+
+// ProjectComments implements tracker.ProjectCommenter (for a fake
+// WithProjectComments; a fake without answers incomplete): the comments of the project's live items created at
+// or after since, oldest first, one call a PageSize of them; complete false
+// when they take more than reads calls (one call spent).
+func (t *Tracker) ProjectComments(ctx context.Context, since time.Time, reads int) ([]tracker.Comment, bool, error) {
+	if !t.allComments {
+		return nil, false, nil
+	}
+	if _, err := t.enter(ctx, MethodProjectComments); err != nil {
+		return nil, false, err
+	}
+	t.mu.Lock()
+	var out []tracker.Comment
+	for _, id := range t.order {
+		it := t.items[id]
+		if it.deleted {
+			continue
+		}
+		for _, c := range it.comments {
+			if !c.CreatedAt.Before(since) {
+				out = append(out, c)
+			}
+		}
+	}
+	t.mu.Unlock()
+	pages := max(1, (len(out)+PageSize-1)/PageSize)
+	if pages > reads {
+		return nil, false, nil
+	}
+	for range pages - 1 { // the further pages, each a request
+		if err := tracker.Admit(ctx); err != nil {
+			return nil, false, err
+		}
+		tracker.Sent(ctx)
+		t.mu.Lock()
+		t.calls[MethodProjectComments]++
+		t.mu.Unlock()
+	}
+	tracker.SortComments(out)
+	return out, true, nil
 }
 
 // Nudge implements tracker.Driver: the body is {"project": "<name>"}, or

@@ -32,6 +32,7 @@ func (t *Tracker) PersonCreate(d tracker.Draft) (tracker.Item, error) {
 		UpdatedAt:   t.now(),
 		UpdatedBy:   "person",
 	}}
+	it.CreatedAt = it.UpdatedAt
 	it.Ref.Link = t.Link(it.Ref)
 	t.items[id] = it
 	t.order = append(t.order, id)

@@ -85,6 +85,12 @@ type Capabilities struct {
 	// ConditionalReads: the tracker answers an unchanged read 304 to a
 	// conditional request, and such an answer costs nothing of its limit.
 	ConditionalReads bool
+	// ProjectComments: the driver lists a whole project's comments made
+	// since a time in one read (it is a ProjectCommenter), and a comment
+	// made on an item moves the item's UpdatedAt (Gitea, GitHub), so the
+	// followers read a poll's comments in one read from the poll's own
+	// start instead of reading each changed item's.
+	ProjectComments bool
 	// MaxPage is the most items one page of a read of the whole project
 	// (Items with a zero Since) holds; a read since a time may answer
 	// more in one page (Plane's walk down to its cursor).
@@ -105,6 +111,21 @@ func (c Capabilities) Holds(s State) State {
 		return h
 	}
 	return s
+}
+
+// ProjectCommenter is implemented by a driver whose tracker lists a whole
+// project's comments made or edited since a time in one read (Gitea's and
+// GitHub's repository-wide comment lists): the followers read the comments
+// of a poll's changed items with it, in one request instead of one per
+// item.
+type ProjectCommenter interface {
+	// ProjectComments answers every comment of the project's items created
+	// at or after since (edited ones may come too), oldest first, each
+	// naming its item (Comment.ItemID), in at most reads requests. When
+	// reading them would take more, it answers complete false, having
+	// spent at most one request to learn so. Comments on what is not an
+	// item (a pull request) are left out.
+	ProjectComments(ctx context.Context, since time.Time, reads int) (comments []Comment, complete bool, err error)
 }
 
 // DescriptionComparer is implemented by a driver whose tracker rewrites

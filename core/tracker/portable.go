@@ -22,6 +22,7 @@ type Tracker struct {
 	d    Driver
 	caps Capabilities
 	same DescriptionComparer // nil: descriptions are held as set
+	all  ProjectCommenter    // nil: comments are read item by item
 }
 
 // New answers the portable tracker over d.
@@ -31,6 +32,9 @@ func New(d Driver) *Tracker {
 		t.caps.Name = "tracker"
 	}
 	t.same, _ = d.(DescriptionComparer)
+	if t.caps.ProjectComments {
+		t.all, _ = d.(ProjectCommenter)
+	}
 	return t
 }
 
@@ -186,6 +190,49 @@ func (t *Tracker) Comments(ctx context.Context, id string, since time.Time) ([]C
 		return nil, t.fail(ctx, err)
 	}
 	return cs, nil
+}
+
+// ListsProjectComments reports whether the tracker reads a whole
+// project's comments since a time in one read (ProjectComments): its
+// driver is a ProjectCommenter and its Capabilities say so.
+func (t *Tracker) ListsProjectComments() bool { return t.all != nil }
+
+// ProjectComments answers the comments of the project's items created at
+// or after since (not zero), by item id, each item's oldest first, read in
+// at most reads requests; ok is false when the tracker reads comments only
+// item by item, or when reading them would take more than reads requests
+// (one may have been spent to learn so). A follower reads a poll's comments
+// with it instead of one Comments call per changed item.
+func (t *Tracker) ProjectComments(ctx context.Context, since time.Time, reads int) (byItem map[string][]Comment, ok bool, err error) {
+	if t.all == nil || reads < 1 {
+		return nil, false, nil
+	}
+	if since.IsZero() {
+		return nil, false, fmt.Errorf("%s: project comments since no time: %w", t.caps.Name, ErrRefused)
+	}
+	if err := t.live(ctx); err != nil {
+		return nil, false, err
+	}
+	cs, complete, err := t.all.ProjectComments(ctx, since, reads)
+	if err != nil {
+		return nil, false, t.fail(ctx, err)
+	}
+	if !complete {
+		return nil, false, nil
+	}
+	byItem = map[string][]Comment{}
+	for _, c := range cs {
+		if c.ID == "" || c.ItemID == "" {
+			return nil, false, t.garbled("comment without an id or an item")
+		}
+		if !c.CreatedAt.Before(since) {
+			byItem[c.ItemID] = append(byItem[c.ItemID], c)
+		}
+	}
+	for _, cs := range byItem {
+		SortComments(cs)
+	}
+	return byItem, true, nil
 }
 
 // Nudge verifies a webhook delivery (header and raw body) against secret

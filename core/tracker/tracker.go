@@ -86,6 +86,10 @@ type Item struct {
 	State       State     `json:"state"`
 	Labels      []string  `json:"labels"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// CreatedAt is when the item was made, as the tracker says (zero when
+	// its driver doesn't say): none of its comments is older, so a read of
+	// the project's comments since it holds them all.
+	CreatedAt time.Time `json:"created_at,omitzero"`
 	// UpdatedBy names the item's last updater as the tracker reports it
 	// ("" when the tracker doesn't say).
 	UpdatedBy string `json:"updated_by,omitempty"`

@@ -74,6 +74,7 @@ var Cases = []Case{
 	{"AKeyAtTheLengthLimitReadsBackAsItself", keyLength},
 	{"NoPageHoldsMoreThanMaxPage", pagesCapped},
 	{"ADeletedItemIsNotFoundAndNudgedWhereTheTrackerSaysSo", deletion},
+	{"ProjectCommentsAnswerWhatEachItemsCommentsAnswer", projectComments},
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -114,6 +115,9 @@ func capabilitiesWhole(t *testing.T, h Harness, _ func(string) string) {
 	}
 	if c.ValidID != nil && c.ValidID("") {
 		t.Error("ValidID takes the empty id")
+	}
+	if _, lists := h.Driver.(tracker.ProjectCommenter); c.ProjectComments && !lists {
+		t.Error("ProjectComments is set, but the driver is no ProjectCommenter")
 	}
 	if c.NudgesDeletions != (h.Deletion != nil) {
 		t.Errorf("NudgesDeletions is %v, but the harness's Deletion is set: %v", c.NudgesDeletions, h.Deletion != nil)
@@ -324,5 +328,55 @@ func deletion(t *testing.T, h Harness, key func(string) string) {
 	title := "after"
 	if _, err := h.Driver.Update(ctxOf(t), it.Ref.ID, tracker.Patch{Title: &title}); !errors.Is(err, tracker.ErrNotFound) {
 		t.Fatalf("Update of a deleted item: %v, want ErrNotFound", err)
+	}
+}
+
+// projectComments: a driver that lists a project's comments in one read
+// (Capabilities.ProjectComments) answers, from a time, every comment made since
+// on the project's items, each naming its item, as each item's Comments
+// answers them, and an item's CreatedAt, where it says one, is no later
+// than its first comment. A driver that reads comments only item by item
+// answers the portable tracker's ProjectComments "not so" at no cost.
+func projectComments(t *testing.T, h Harness, key func(string) string) {
+	ctx := ctxOf(t)
+	pc, ok := h.Driver.(tracker.ProjectCommenter)
+	if !ok || !h.Driver.Capabilities().ProjectComments {
+		if _, ok, err := tracker.New(h.Driver).ProjectComments(ctx, time.Now(), 5); ok || err != nil {
+			t.Fatalf("ProjectComments of a driver that reads comments item by item: ok %v, %v; want not so", ok, err)
+		}
+		return
+	}
+	a := create(t, h, key("a"), tracker.Draft{Title: "Commented by a person"})
+	b := create(t, h, key("b"), tracker.Draft{Title: "Commented by relayr"})
+	since := a.UpdatedAt.Add(-time.Second)
+	if err := h.Person.Comment(ctx, a.Ref.ID, "a person's"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Driver.Comment(ctx, b.Ref.ID, key("b-comment"), "relayr's"); err != nil {
+		t.Fatal(err)
+	}
+	cs, complete, err := pc.ProjectComments(ctx, since, 5)
+	if err != nil || !complete {
+		t.Fatalf("ProjectComments: complete %v, %v; want all of them", complete, err)
+	}
+	byItem := map[string][]tracker.Comment{}
+	for _, c := range cs {
+		if c.ID == "" || c.ItemID == "" {
+			t.Fatalf("comment %+v names no id or no item", c)
+		}
+		byItem[c.ItemID] = append(byItem[c.ItemID], c)
+	}
+	for _, it := range []tracker.Item{a, b} {
+		own, err := h.Driver.Comments(ctx, it.Ref.ID, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := byItem[it.Ref.ID]
+		if len(own) != 1 || len(got) != len(own) || got[0].ID != own[0].ID || got[0].Body != own[0].Body || got[0].Key != own[0].Key || !got[0].CreatedAt.Equal(own[0].CreatedAt) {
+			t.Fatalf("item %s: the project's comments answer %+v, its own %+v", it.Ref.ID, got, own)
+		}
+		if !it.CreatedAt.IsZero() && own[0].CreatedAt.Before(it.CreatedAt) {
+			t.Fatalf("item %s made at %s, its comment at %s", it.Ref.ID, it.CreatedAt, own[0].CreatedAt)
+		}
 	}
 }
