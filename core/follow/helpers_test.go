@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -56,14 +57,22 @@ type env struct {
 
 type option func(*env)
 
+// fakeOptions are given to every env's fake: the follower's cases run
+// again with a fake that lists the project's comments in one read.
+var fakeOptions []faketracker.Option
+
+func newFake(f faketracker.Flavour, opts ...faketracker.Option) *faketracker.Tracker {
+	return faketracker.New(f, append(slices.Clone(fakeOptions), opts...)...)
+}
+
 func withFlavour(f faketracker.Flavour) option {
-	return func(e *env) { e.fake = faketracker.New(f) }
+	return func(e *env) { e.fake = newFake(f) }
 }
 
 // withSanitizing makes the fake Plane-like and sanitizing: it rewrites the
 // descriptions it holds, and compares them as Plane's adapter does.
 func withSanitizing() option {
-	return func(e *env) { e.fake = faketracker.New(faketracker.LikePlane, faketracker.Sanitizing()) }
+	return func(e *env) { e.fake = newFake(faketracker.LikePlane, faketracker.Sanitizing()) }
 }
 func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t } }
 func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
@@ -75,7 +84,7 @@ func withProjection(p follow.Projection) option {
 
 func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
-	e := &env{t: t, fake: faketracker.New(faketracker.LikePlane), mem: memledger.New(), sw: integrations.NewSwitches(), m: metrics.NewMemory()}
+	e := &env{t: t, fake: newFake(faketracker.LikePlane), mem: memledger.New(), sw: integrations.NewSwitches(), m: metrics.NewMemory()}
 	e.b = binding.Binding{Tenant: tenant, Workspace: workspace}
 	e.bud = budget.New(clock.System{}, 1000)
 	// The seeds' sweep, once a day, unless a test asks for sweeps on an

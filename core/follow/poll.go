@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"maps"
 	"net/http/httptrace"
 	"slices"
 	"sync/atomic"
@@ -357,6 +358,7 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 	if !pos.UpdatedAt.IsZero() {
 		since = pos.UpdatedAt.Add(-f.fs.opts.Lookback)
 	}
+	r.since = since
 	page, use := "", first
 	for {
 		var pg tracker.Page
@@ -417,6 +419,30 @@ type reader struct {
 	// sentAt is when the request for the page being read was sent
 	// (SupersedePending's before).
 	sentAt time.Time
+	// since is the time the read lists changes from (zero: the whole
+	// project).
+	since time.Time
+	// known holds the page's snapshots read ahead of its items, for the
+	// comments read once for the page (pageComments), by item id.
+	known map[string]snapRead
+	// comments is the page's comments read in one request, nil when
+	// each item's are read on their own.
+	comments *pageComments
+}
+
+// snapRead is readSnapshot's answer for one item.
+type snapRead struct {
+	snap, tomb *snapshot
+	skip       bool
+}
+
+// pageComments is a page's comments read in one request of the project's
+// (tracker.ProjectComments): every comment created at or after since, for
+// the items in covered, whose new comments are all at or after it.
+type pageComments struct {
+	since   time.Time
+	covered map[string]bool
+	byItem  map[string][]tracker.Comment
 }
 
 // with notes the tracker a request used, for the scope of what it
@@ -447,6 +473,9 @@ func (r *reader) page(ctx context.Context, items []tracker.Item) error {
 	var rows []ledger.SnapshotRow
 	var consumed []consumption
 	var last *tracker.Cursor
+	if err := r.readPageComments(ctx, items); err != nil {
+		return err
+	}
 	var failed error
 	for _, it := range items {
 		if it.Archived {
@@ -575,7 +604,7 @@ func sameFields(a, b tracker.Item) bool {
 // the comments' events, then the snapshot to save.
 func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow, *consumption, error) {
 	fs := r.f.fs
-	snap, tomb, skip, err := r.readSnapshot(ctx, it)
+	snap, tomb, skip, err := r.snapshotOf(ctx, it)
 	if err != nil || skip {
 		return nil, nil, err
 	}
@@ -663,27 +692,22 @@ func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb 
 // settled (none while seeding), and gone when the item was deleted since
 // its page listed it.
 func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *snapshot, seeding bool) ([]tracker.Comment, bool, error) {
-	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
-	// A comment in the same second as the item's last change doesn't move
-	// it on a tracker that keeps time to the second; until a read comes
-	// SettleAfter past that change, its comments are read again (ADR-0036's
-	// consequence that such a comment "waits for the item's next change"
-	// no longer holds: ADR-0036's departures).
-	// A seeded item's comments until its last change are old whatever
-	// their second (Through): while that change is still its last,
-	// reading them again finds nothing new.
-	seededThrough := snap != nil && snap.Through && !snap.CommentsUntil.Before(it.UpdatedAt)
-	unsettled := snap != nil && !snap.Settled && !seededThrough && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
+	since, want := commentsWanted(it, snap, tomb, seeding)
 	switch {
-	case (!moved && !unsettled) || seeding:
+	case !want:
 		return nil, false, nil
 	case it.Comments != nil:
 		// The tracker answered the item's comments with it: no request.
 		return it.Comments, false, nil
-	}
-	since := time.Time{}
-	if prev := cmp.Or(snap, tomb); prev != nil {
-		since = prev.CommentsUntil
+	case r.comments != nil && r.comments.covered[it.Ref.ID]:
+		// Read with the page's, in one request.
+		var cs []tracker.Comment
+		for _, c := range r.comments.byItem[it.Ref.ID] {
+			if !c.CreatedAt.Before(since) {
+				cs = append(cs, c)
+			}
+		}
+		return cs, false, nil
 	}
 	var comments []tracker.Comment
 	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
@@ -700,6 +724,104 @@ func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *s
 	}
 	return comments, false, err
 }
+
+// commentsWanted answers whether the item's comments are to be read, and
+// from when: when it moved or is not settled, never while seeding.
+func commentsWanted(it tracker.Item, snap, tomb *snapshot, seeding bool) (since time.Time, want bool) {
+	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
+	// A comment in the same second as the item's last change doesn't move
+	// it on a tracker that keeps time to the second; until a read comes
+	// SettleAfter past that change, its comments are read again (ADR-0036's
+	// consequence that such a comment "waits for the item's next change"
+	// no longer holds: ADR-0036's departures).
+	// A seeded item's comments until its last change are old whatever
+	// their second (Through): while that change is still its last,
+	// reading them again finds nothing new.
+	seededThrough := snap != nil && snap.Through && !snap.CommentsUntil.Before(it.UpdatedAt)
+	unsettled := snap != nil && !snap.Settled && !seededThrough && it.UpdatedAt.Equal(snap.Item.UpdatedAt)
+	if (!moved && !unsettled) || seeding {
+		return time.Time{}, false
+	}
+	if prev := cmp.Or(snap, tomb); prev != nil {
+		since = prev.CommentsUntil
+	}
+	return since, true
+}
+
+// snapshotOf answers the item's snapshot, as read ahead for its page or
+// now.
+func (r *reader) snapshotOf(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, skip bool, err error) {
+	if k, ok := r.known[it.Ref.ID]; ok {
+		return k.snap, k.tomb, k.skip, nil
+	}
+	return r.readSnapshot(ctx, it)
+}
+
+// readPageComments reads the comments of the page's items in one request
+// of the project's comments, where the tracker lists them
+// (tracker.ProjectComments) and two or more of a poll's items want theirs:
+// one request, or a few pages, instead of one an item (ADR-1010).
+//
+// A read of the project's comments since a time holds an item's new
+// comments only if none of them is older. A poll reads every change since
+// the lookback before its cursor, and the polls before it read every
+// change before that; a tracker that lists a project's comments moves an
+// item when a comment is made on it (Capabilities.ProjectComments). So a
+// comment not yet read was made no earlier than the lookback before the
+// poll's start: the read starts there, and holds the new comments of every
+// item read before. An item first read holds none older than its creation;
+// one first read that was made earlier (a tracker that doesn't say when),
+// a tombstone's (its item was not listed while removed) and the sweep's
+// are read on their own. The read takes fewer requests than the items it
+// covers, or is not made.
+func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) error {
+	r.known, r.comments = nil, nil
+	if r.tr == nil || !r.tr.ListsProjectComments() || r.since.IsZero() || r.sweep != nil {
+		return nil
+	}
+	floor := r.since.Add(-r.f.fs.opts.Lookback)
+	r.known = map[string]snapRead{}
+	covered := map[string]bool{}
+	for _, it := range items {
+		if it.Archived || it.Comments != nil {
+			continue
+		}
+		snap, tomb, skip, err := r.readSnapshot(ctx, it)
+		if err != nil {
+			return err
+		}
+		r.known[it.Ref.ID] = snapRead{snap: snap, tomb: tomb, skip: skip}
+		since, want := commentsWanted(it, snap, tomb, false)
+		switch {
+		case skip || !want:
+		case snap != nil:
+			covered[it.Ref.ID] = true
+		case tomb != nil:
+			covered[it.Ref.ID] = !since.Before(floor)
+		default:
+			covered[it.Ref.ID] = !it.CreatedAt.IsZero() && !it.CreatedAt.Before(floor)
+		}
+	}
+	maps.DeleteFunc(covered, func(_ string, c bool) bool { return !c })
+	if len(covered) < 2 {
+		return nil
+	}
+	pc := &pageComments{since: floor, covered: covered}
+	var ok bool
+	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
+		var err error
+		pc.byItem, ok, err = tr.ProjectComments(ctx, pc.since, len(covered)-1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.comments = pc
+	}
+	return nil
+}
+
 
 // itemDiff is one item's read against what relayr knew of it: the events
 // it publishes, the echoes it consumes, the values it supersedes, and the

@@ -31,64 +31,78 @@ var ctx = context.Background()
 var scope = follow.Scope{Tenant: tenant, Workspace: workspace, Project: "proj", Tracker: "fake"}
 
 func TestTrackerFollower(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{"SeedsANewBindingSilently", seedsSilently},
-		{"SincePublishesItemsChangedSinceAsCreated", sincePublishesCreated},
-		{"PublishesOneEventPerChangedField", oneEventPerField},
-		{"PublishesEachNewCommentOnce", commentsOnce},
-		{"EchoIsDroppedAndConsumed", echoDroppedAndConsumed},
-		{"APersonsValueReadBackSupersedesRelayrsOverwrittenValue", personOverwritesBeforeARead},
-		{"FirstReadConsumesEchoes", firstReadConsumesEchoes},
-		{"AnEditReadBackWhileTheNextIsOnItsWayIsAnEcho", echoWhileNextEditOnItsWay},
-		{"ADescriptionTheTrackerRewroteIsAnEchoByItsAnswer", rewrittenDescriptionEcho},
-		{"ADescriptionWhoseAnswerNeverCameIsAnEchoByTheTrackersComparison", unansweredDescriptionEcho},
-		{"ClaimedKeysItemIsNotPublishedAsCreated", claimedNotCreated},
-		{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
-		{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
-		{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
-		{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
-		{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
-		{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
-		{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
-		{"PageReadAgainPublishesNothingNew", pageReadAgain},
-		{"LostSnapshotReadsAsNewOnce", lostSnapshotReadsAsNewOnce},
-		{"AChangeReadAgainAfterTheItemMovedIsNotPublishedTwice", changeReadAgainAfterMove},
-		{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
-		{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
-		{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikePlane", func(t *testing.T) { listedAgain(t, faketracker.LikePlane) }},
-		{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikeVikunja", func(t *testing.T) { listedAgain(t, faketracker.LikeVikunja) }},
-		{"AnIdleBudgetSweepsEveryMinuteSoADeletionIsFoundWithinTwo", idleSweeps},
-		{"ABusyBudgetSweepsOnlyWhenTheDayIsUp", busySweeps},
-		{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
-		{"ACommentInTheSameSecondAsTheLastChangeIsRead", sameSecondComment},
-		{"AnOlderVersionReadLateIsNotADiff", olderVersionReadLate},
-		{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
-		{"OneProcessAtATimeHoldsTheLease", oneHolder},
-		{"LostLeaseStopsTheReading", lostLeaseStopsReading},
-		{"ARenewalThatHangsLosesTheLeaseWhenItLapses", hungRenewalLosesTheLease},
-		{"StopGivesTheLeaseUpAtOnce", stopReleasesLease},
-		{"NudgesAreDebouncedBy2s", nudgesDebounced},
-		{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
-		{"SwitchedOffIsNothing", switchedOffIsNothing},
-		{"RateLimitIsWaitedOutWithJitter", rateLimitWaitedOut},
-		{"ANudgedPollGoesWhateverWritesSpendAndIsTheIntervals", nudgeGoesWhateverWritesSpend},
-		{"AFirstReadsFurtherPagesTakeOnlyWhatIsLeft", spareRunsOutAtAnItem},
-		{"ProjectionMapsToTheApplicationsEvent", projectionMaps},
-		{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
-		{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
-		{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
-		{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
-		{"WakeLeavesTheSwitchToItsCaller", wakeAsksNoSwitch},
-		{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
-		{"IDsAreDerivedAsADR0036Says", idsDerived},
-		{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
-		{"TheLogSaysWhenAFollowerIsLateAndWhenItPollsAgain", logsLateAndRecovered},
-	} {
+	for _, c := range followerCases {
 		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
 	}
+}
+
+// TestTrackerFollowerReadingProjectComments runs every case again over a
+// fake that lists the project's comments in one read, as Gitea's and
+// GitHub's repository-wide lists do: a poll reads its items' comments with
+// it, and publishes what it publishes item by item.
+func TestTrackerFollowerReadingProjectComments(t *testing.T) {
+	fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
+	t.Cleanup(func() { fakeOptions = nil })
+	for _, c := range followerCases {
+		t.Run(c.name, func(t *testing.T) { bubble(t, c.run) })
+	}
+}
+
+var followerCases = []struct {
+	name string
+	run  func(t *testing.T)
+}{
+	{"SeedsANewBindingSilently", seedsSilently},
+	{"SincePublishesItemsChangedSinceAsCreated", sincePublishesCreated},
+	{"PublishesOneEventPerChangedField", oneEventPerField},
+	{"PublishesEachNewCommentOnce", commentsOnce},
+	{"EchoIsDroppedAndConsumed", echoDroppedAndConsumed},
+	{"APersonsValueReadBackSupersedesRelayrsOverwrittenValue", personOverwritesBeforeARead},
+	{"FirstReadConsumesEchoes", firstReadConsumesEchoes},
+	{"AnEditReadBackWhileTheNextIsOnItsWayIsAnEcho", echoWhileNextEditOnItsWay},
+	{"ADescriptionTheTrackerRewroteIsAnEchoByItsAnswer", rewrittenDescriptionEcho},
+	{"ADescriptionWhoseAnswerNeverCameIsAnEchoByTheTrackersComparison", unansweredDescriptionEcho},
+	{"ClaimedKeysItemIsNotPublishedAsCreated", claimedNotCreated},
+	{"RelayrsCommentsAreNeverPublished", relayrCommentsNeverPublished},
+	{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
+	{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
+	{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
+	{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
+	{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
+	{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
+	{"PageReadAgainPublishesNothingNew", pageReadAgain},
+	{"LostSnapshotReadsAsNewOnce", lostSnapshotReadsAsNewOnce},
+	{"AChangeReadAgainAfterTheItemMovedIsNotPublishedTwice", changeReadAgainAfterMove},
+	{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
+	{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
+	{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikePlane", func(t *testing.T) { listedAgain(t, faketracker.LikePlane) }},
+	{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikeVikunja", func(t *testing.T) { listedAgain(t, faketracker.LikeVikunja) }},
+	{"AnIdleBudgetSweepsEveryMinuteSoADeletionIsFoundWithinTwo", idleSweeps},
+	{"ABusyBudgetSweepsOnlyWhenTheDayIsUp", busySweeps},
+	{"VikunjaStatesAreComparedAsVikunjaHoldsThem", vikunjaStates},
+	{"ACommentInTheSameSecondAsTheLastChangeIsRead", sameSecondComment},
+	{"AnOlderVersionReadLateIsNotADiff", olderVersionReadLate},
+	{"PollsEvery30sFromTwoMinutesBeforeItsCursor", pollsFromLookback},
+	{"OneProcessAtATimeHoldsTheLease", oneHolder},
+	{"LostLeaseStopsTheReading", lostLeaseStopsReading},
+	{"ARenewalThatHangsLosesTheLeaseWhenItLapses", hungRenewalLosesTheLease},
+	{"StopGivesTheLeaseUpAtOnce", stopReleasesLease},
+	{"NudgesAreDebouncedBy2s", nudgesDebounced},
+	{"UnnudgedCountsChangesNoNudgeAnnounced", unnudgedCounted},
+	{"SwitchedOffIsNothing", switchedOffIsNothing},
+	{"RateLimitIsWaitedOutWithJitter", rateLimitWaitedOut},
+	{"ANudgedPollGoesWhateverWritesSpendAndIsTheIntervals", nudgeGoesWhateverWritesSpend},
+	{"AFirstReadsFurtherPagesTakeOnlyWhatIsLeft", spareRunsOutAtAnItem},
+	{"ProjectionMapsToTheApplicationsEvent", projectionMaps},
+	{"ProjectionErrorDeadLettersOncePerID", projectionErrorDeadLetters},
+	{"ProjectionsReservedEventDeadLetters", projectionReservedDeadLetters},
+	{"RefusedPublishStopsTheFollowerUntilOpened", refusedPublishStops},
+	{"AStoppedFollowerIsOpenedAgainAfterReopenAfter", reopenedAfter},
+	{"WakeLeavesTheSwitchToItsCaller", wakeAsksNoSwitch},
+	{"CredentialsAreTheOnesLastAskedFor", credentialsLastAskedFor},
+	{"IDsAreDerivedAsADR0036Says", idsDerived},
+	{"PollOnceReadsNowAndGivesTheLeaseUp", pollOnce},
+	{"TheLogSaysWhenAFollowerIsLateAndWhenItPollsAgain", logsLateAndRecovered},
 }
 
 func seedsSilently(t *testing.T) {
@@ -1432,4 +1446,95 @@ func logsLateAndRecovered(t *testing.T) {
 	if st, _ := e.fs.Status(ctx); st[0].Late {
 		t.Fatalf("status %+v: still late after polling again", st[0])
 	}
+}
+
+// TestProjectCommentsInOneRead: where the tracker lists the project's
+// comments in one read, a poll with several changed items reads their
+// comments in one request, the items relayr just filed included, and
+// publishes each person's comment once, an item changed for the first
+// time in an hour included; a poll with one such item reads its own.
+func TestProjectCommentsInOneRead(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
+		defer func() { fakeOptions = nil }()
+		e := newEnv(t)
+		old := e.person("old")
+		e.after(time.Hour)
+		var items []tracker.Item
+		for i := range 3 {
+			items = append(items, e.person(fmt.Sprintf("P%d", i)))
+		}
+		e.start()
+		e.wantEvents(0) // the seeding read
+		for i := range 3 {
+			items = append(items, e.ensure(fmt.Sprintf("k%d", i), tracker.Draft{Title: "filed"}))
+		}
+		for _, it := range items {
+			if err := e.fake.PersonComment(ctx, it.Ref.ID, "on "+it.Ref.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.fake.ResetCalls()
+		e.poll()
+		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 0 {
+			t.Fatalf("%d reads of the project's comments and %d of items', want 1 and 0", p, c)
+		}
+		evs := e.wantEvents(len(items))
+		for i, ev := range evs {
+			if d := e.data(ev); ev.Type != follow.TypeItemCommented || d.Comment == nil || d.Comment.Body != "on "+d.Item.ID {
+				t.Fatalf("event %d: %s %s, want the comment on its item", i, ev.Type, ev.Data)
+			}
+		}
+		e.poll()
+		e.wantEvents(len(items))
+
+		// The old item, changed now for the first time in an hour, and one
+		// read in the last poll: the polls before read every comment made
+		// before this one's start, so one read from there holds both.
+		for _, id := range []string{old.Ref.ID, items[0].Ref.ID} {
+			if err := e.fake.PersonComment(ctx, id, "late"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.fake.ResetCalls()
+		e.poll()
+		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 0 {
+			t.Fatalf("%d reads of the project's comments and %d of items', want 1 and 0", p, c)
+		}
+		e.wantEvents(len(items) + 2)
+		// One item alone: a read of the project's is no cheaper.
+		if err := e.fake.PersonComment(ctx, old.Ref.ID, "alone"); err != nil {
+			t.Fatal(err)
+		}
+		e.fake.ResetCalls()
+		e.poll()
+		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 0 || c != 1 {
+			t.Fatalf("%d reads of the project's comments and %d of items', want 0 and 1", p, c)
+		}
+		e.wantEvents(len(items) + 3)
+	})
+}
+
+// TestProjectCommentsTooManyForOneReadAreReadItemByItem: where the
+// project's comments would take more requests than the items' own reads,
+// the follower reads each item's, and publishes every comment once.
+func TestProjectCommentsTooManyForOneReadAreReadItemByItem(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
+		defer func() { fakeOptions = nil }()
+		e := newEnv(t)
+		a, b := e.person("A"), e.person("B")
+		e.start()
+		for i := range 2 * faketracker.PageSize {
+			if err := e.fake.PersonComment(ctx, []string{a.Ref.ID, b.Ref.ID}[i%2], fmt.Sprint("c", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.fake.ResetCalls()
+		e.poll()
+		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 2 {
+			t.Fatalf("%d reads of the project's comments and %d of items', want 1 (two pages to read) and 2", p, c)
+		}
+		e.wantEvents(2 * faketracker.PageSize)
+	})
 }
