@@ -176,7 +176,10 @@ type Driver struct {
 	lmu    sync.Mutex       // serialises label resolution, so a name is made once
 }
 
-var _ tracker.Driver = (*Driver)(nil)
+var (
+	_ tracker.Driver           = (*Driver)(nil)
+	_ tracker.ProjectCommenter = (*Driver)(nil)
+)
 
 // Capabilities implements tracker.Driver.
 func (d *Driver) Capabilities() tracker.Capabilities {
@@ -189,6 +192,8 @@ func (d *Driver) Capabilities() tracker.Capabilities {
 			tracker.Backlog: tracker.Todo, tracker.Started: tracker.Todo, tracker.Cancelled: tracker.Done,
 		},
 		NudgesDeletions: true, // issues/deleted (services/webhook/notifier.go:L297-L333)
+		// The repository's comment list (issue_comment.go:L234-L341).
+		ProjectComments: true,
 		MaxPage:         maxWindowItems,
 		TimePrecision:   time.Second, // Unix seconds (models/issues/issue.go:L105-L106)
 		ValidID:         tracker.PositiveID,

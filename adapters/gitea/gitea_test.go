@@ -284,3 +284,48 @@ func TestFindReadsTheBotsIssuesNewestFirst(t *testing.T) {
 		t.Fatalf("a key never filed: %v after %d requests, want ErrNotFound after 3 (120 issues, 50 a page)", err, em.e.Requests(listRoute))
 	}
 }
+
+// TestProjectCommentsReadThePagesTheCountSays: the repository's comment
+// list answers 50 a page with its count, so a read that would take more
+// pages than allowed stops after the first; pull requests' comments are
+// left out.
+func TestProjectCommentsReadThePagesTheCountSays(t *testing.T) {
+	em := newEmulated(t, giteaemu.Options{WebhookClient: discard()})
+	tr := tracker.New(em.driver(t))
+	since := em.clock.Now()
+	var ids []string
+	for i := range 3 {
+		it, err := tr.Create(context.Background(), fmt.Sprintf("k%d", i), tracker.Draft{Title: "commented"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.Ref.ID)
+	}
+	pr := em.e.AddPullRequest("relayr", "live", "a pull request", "")
+	if _, err := em.person.Comment(pr, "on the pull request"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if _, err := em.person.Comment(number(ids[i%3]), fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		em.clock.Advance(time.Second)
+	}
+	em.e.ResetCounts()
+	if _, ok, err := tr.ProjectComments(context.Background(), since, 1); ok || err != nil || em.e.TotalRequests() != 1 {
+		t.Fatalf("61 comments in one read: ok %v, %v, after %d requests; want not so after 1", ok, err, em.e.TotalRequests())
+	}
+	em.e.ResetCounts()
+	byItem, ok, err := tr.ProjectComments(context.Background(), since, 2)
+	if !ok || err != nil || em.e.TotalRequests() != 2 {
+		t.Fatalf("61 comments in two reads: ok %v, %v, after %d requests; want them after 2", ok, err, em.e.TotalRequests())
+	}
+	if len(byItem) != 3 {
+		t.Fatalf("comments on %d items, want the 3 issues alone", len(byItem))
+	}
+	for i, id := range ids {
+		if cs := byItem[id]; len(cs) != 20 || cs[0].Body != fmt.Sprintf("c%d", i) || cs[19].Body != fmt.Sprintf("c%d", 57+i) {
+			t.Fatalf("item %s: %d comments, want 20 from c%d, oldest first", id, len(cs), i)
+		}
+	}
+}

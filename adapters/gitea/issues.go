@@ -266,6 +266,51 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 	return out, nil
 }
 
+// ProjectComments implements tracker.ProjectCommenter over the
+// repository's comment list (issue_comment.go:L234-L341): comments of
+// issues and pull requests, oldest first, filtered on updated_at since
+// (inclusive, to the second), paged only when a page is named, at most 50
+// a page, with X-Total-Count. The first page's count says how many pages
+// the rest take; more than reads and nothing more is read. Pull requests'
+// comments (no issue_url) are left out.
+func (d *Driver) ProjectComments(ctx context.Context, since time.Time, reads int) ([]tracker.Comment, bool, error) {
+	q := url.Values{"since": {since.UTC().Truncate(time.Second).Format(time.RFC3339)}, "limit": {strconv.Itoa(PageLimit)}}
+	var out []tracker.Comment
+	total := -1 // unknown until the first page says
+	for page := 1; total < 0 || (page-1)*PageLimit < total; page++ {
+		if page > reads {
+			return nil, false, nil
+		}
+		q.Set("page", strconv.Itoa(page))
+		a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/comments"), Query: q})
+		if err != nil {
+			return nil, false, err
+		}
+		var ws []wireComment
+		if err := json.Unmarshal(a.Body, &ws); err != nil {
+			return nil, false, trackerhttp.Garbled("gitea", "repository comment list", err)
+		}
+		if n, err := strconv.Atoi(a.Header.Get("X-Total-Count")); page == 1 && err == nil && n >= 0 {
+			if total = n; (total+PageLimit-1)/PageLimit > reads {
+				return nil, false, nil
+			}
+		}
+		for _, w := range ws {
+			if w.ID <= 0 {
+				return nil, false, trackerhttp.Garbled("gitea", "repository comment list", errNoID)
+			}
+			if n, ok := w.issueNumber(); ok {
+				out = append(out, d.comment(n, w))
+			}
+		}
+		if len(ws) < PageLimit {
+			break // the last page, whatever the count said
+		}
+	}
+	tracker.SortComments(out)
+	return out, true, nil
+}
+
 // Nudge implements tracker.Driver: X-Gitea-Signature must be the hex
 // HMAC-SHA256 of the raw body under secret; the project is the payload's
 // repository.full_name. An issues/deleted delivery about an issue (not a

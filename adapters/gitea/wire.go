@@ -42,6 +42,21 @@ type wireComment struct {
 	Body      string    `json:"body"`
 	User      *wireUser `json:"user"`
 	CreatedAt time.Time `json:"created_at"`
+	// IssueURL is the issue's page, "" on a pull request's comment
+	// (models/issues/comment.go:L470-L487).
+	IssueURL string `json:"issue_url"`
+}
+
+// issueNumber answers the number of the issue a comment of the
+// repository-wide list is on, from the end of its issue_url
+// ("…/owner/repo/issues/7"), and false for a pull request's comment.
+func (w wireComment) issueNumber() (int64, bool) {
+	i := strings.LastIndex(w.IssueURL, "/issues/")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(w.IssueURL[i+len("/issues/"):], 10, 64)
+	return n, err == nil && n > 0
 }
 
 var errNoID = errors.New("a comment without an id")
@@ -78,7 +93,7 @@ func (d *Driver) item(w wireIssue) tracker.Item {
 		labels = append(labels, l.Name)
 		d.know(l)
 	}
-	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: state, Labels: labels, UpdatedAt: w.UpdatedAt.UTC()}
+	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: state, Labels: labels, UpdatedAt: w.UpdatedAt.UTC(), CreatedAt: w.CreatedAt.UTC()}
 }
 
 func (d *Driver) comment(issue int64, w wireComment) tracker.Comment {

@@ -217,7 +217,10 @@ type Driver struct {
 	push   bool                 // the token may set labels
 }
 
-var _ tracker.Driver = (*Driver)(nil)
+var (
+	_ tracker.Driver           = (*Driver)(nil)
+	_ tracker.ProjectCommenter = (*Driver)(nil)
+)
 
 // Capabilities implements tracker.Driver.
 func (d *Driver) Capabilities() tracker.Capabilities {
@@ -229,9 +232,11 @@ func (d *Driver) Capabilities() tracker.Capabilities {
 		// issues/deleted and issues/transferred (x-webhooks).
 		NudgesDeletions:  true,
 		ConditionalReads: true, // a 304 does not count (docs rate-limits)
-		MaxPage:          PerPage,
-		TimePrecision:    time.Second,
-		ValidID:          tracker.PositiveID,
+		// paths./repos/{owner}/{repo}/issues/comments.get
+		ProjectComments: true,
+		MaxPage:         PerPage,
+		TimePrecision:   time.Second,
+		ValidID:         tracker.PositiveID,
 	}
 }
 

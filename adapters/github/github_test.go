@@ -292,3 +292,44 @@ func TestFindReadsTheAccountsIssuesNewestFirst(t *testing.T) {
 		t.Fatalf("a key never filed: %v after %d requests, want ErrNotFound after 2 (150 issues, 100 a page)", err, em.e.Requests(list))
 	}
 }
+
+// TestProjectCommentsReadThePagesTheLinkSays: the repository's comment list
+// answers 100 a page with Link paging, so a read that would take more
+// pages than allowed stops after the first (its rel="last" says how many);
+// pull requests' comments are left out.
+func TestProjectCommentsReadThePagesTheLinkSays(t *testing.T) {
+	em := newEmulated(t, githubemu.Options{}, github.Config{})
+	tr := tracker.New(em.driver(t))
+	since := em.clock.Now()
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, file(t, tr, fmt.Sprintf("k%d", i), tracker.Draft{Title: "commented"}).Ref.ID)
+	}
+	pr := em.e.AddPullRequest("relayr", "live", "a pull request", "")
+	if _, err := em.person.Comment("relayr", "live", pr, "on the pull request"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 120 {
+		if _, err := em.person.Comment("relayr", "live", number(ids[i%3]), fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		em.clock.Advance(time.Second)
+	}
+	em.e.ResetCounts()
+	if _, ok, err := tr.ProjectComments(context.Background(), since, 1); ok || err != nil || em.e.TotalRequests() != 1 {
+		t.Fatalf("121 comments in one read: ok %v, %v, after %d requests; want not so after 1", ok, err, em.e.TotalRequests())
+	}
+	em.e.ResetCounts()
+	byItem, ok, err := tr.ProjectComments(context.Background(), since, 2)
+	if !ok || err != nil || em.e.TotalRequests() != 2 {
+		t.Fatalf("121 comments in two reads: ok %v, %v, after %d requests; want them after 2", ok, err, em.e.TotalRequests())
+	}
+	if len(byItem) != 3 {
+		t.Fatalf("comments on %d items, want the 3 issues alone", len(byItem))
+	}
+	for i, id := range ids {
+		if cs := byItem[id]; len(cs) != 40 || cs[0].Body != fmt.Sprintf("c%d", i) || cs[39].Body != fmt.Sprintf("c%d", 117+i) {
+			t.Fatalf("item %s: %d comments, want 40 from c%d, oldest first", id, len(cs), i)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type wireIssue struct {
 	HTMLURL     string           `json:"html_url"`
 	RepoURL     string           `json:"repository_url"`
 	UpdatedAt   time.Time        `json:"updated_at"`
+	CreatedAt   time.Time        `json:"created_at"`
 	PullRequest *json.RawMessage `json:"pull_request"`
 }
 
@@ -44,6 +45,22 @@ type wireComment struct {
 	Body      string                  `json:"body"`
 	User      *struct{ Login string } `json:"user"`
 	CreatedAt time.Time               `json:"created_at"`
+	// IssueURL is the API URL of the issue or pull request it is on
+	// (".../issues/7"); HTMLURL its page, ".../pull/7#..." on a pull
+	// request (components.schemas.issue-comment).
+	IssueURL string `json:"issue_url"`
+	HTMLURL  string `json:"html_url"`
+}
+
+// issueNumber answers the number of the issue a comment of the
+// repository-wide list is on, and false for a pull request's.
+func (w wireComment) issueNumber() (int64, bool) {
+	i := strings.LastIndex(w.IssueURL, "/issues/")
+	if i < 0 || strings.Contains(w.HTMLURL, "/pull/") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(w.IssueURL[i+len("/issues/"):], 10, 64)
+	return n, err == nil && n > 0
 }
 
 var errNoID = errors.New("a comment without an id")
@@ -105,7 +122,7 @@ func (d *Driver) item(w wireIssue, id string) tracker.Item {
 		labels = append(labels, l.Name)
 	}
 	sort.Strings(labels)
-	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: w.state(), Labels: labels, UpdatedAt: w.UpdatedAt.UTC()}
+	return tracker.Item{Ref: ref, Title: w.Title, Description: desc, State: w.state(), Labels: labels, UpdatedAt: w.UpdatedAt.UTC(), CreatedAt: w.CreatedAt.UTC()}
 }
 
 // moved reports an issue read in another repository than the driver's:
@@ -371,6 +388,50 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 	}
 	tracker.SortComments(out)
 	return out, nil
+}
+
+// ProjectComments implements tracker.ProjectCommenter over the
+// repository's comment list (paths./repos/{owner}/{repo}/issues/comments.get):
+// issue and pull request comments, sorted by creation, ascending, since on
+// updated_at, 100 a page, Link paging. The first page's rel="last" says
+// how many pages the rest take; more than reads and nothing more is read.
+// Pull requests' comments are left out.
+func (d *Driver) ProjectComments(ctx context.Context, since time.Time, reads int) ([]tracker.Comment, bool, error) {
+	q := url.Values{"sort": {"created"}, "direction": {"asc"}, "per_page": {strconv.Itoa(PerPage)},
+		"since": {since.UTC().Truncate(time.Second).Format(time.RFC3339)}}
+	req := trackerhttp.Request{Method: http.MethodGet, Path: d.repoPath("issues/comments"), Query: q}
+	var out []tracker.Comment
+	for page := 1; ; page++ {
+		a, err := d.do(ctx, req)
+		if err != nil {
+			return nil, false, err
+		}
+		if n := pages(a.Header); page == 1 && (n < 1 || n > reads) {
+			return nil, false, nil
+		}
+		var ws []wireComment
+		if err := json.Unmarshal(a.Body, &ws); err != nil {
+			return nil, false, trackerhttp.Garbled("github", "repository comment list", err)
+		}
+		for _, w := range ws {
+			if w.ID <= 0 {
+				return nil, false, trackerhttp.Garbled("github", "repository comment list", errNoID)
+			}
+			if n, ok := w.issueNumber(); ok {
+				out = append(out, d.comment(strconv.FormatInt(n, 10), w))
+			}
+		}
+		next := nextLink(a.Header)
+		if next == "" {
+			break
+		}
+		if page >= reads {
+			return nil, false, nil // more pages than the last said
+		}
+		req = trackerhttp.Request{Method: http.MethodGet, URL: next}
+	}
+	tracker.SortComments(out)
+	return out, true, nil
 }
 
 // Nudge implements tracker.Driver: X-Hub-Signature-256 must be "sha256="

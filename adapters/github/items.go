@@ -91,15 +91,37 @@ func (d *Driver) Items(ctx context.Context, q tracker.Query) (tracker.Page, erro
 
 // nextLink answers the Link header's rel="next" URL, "" on the last page
 // (docs using-pagination-in-the-rest-api).
-func nextLink(h http.Header) string {
+func nextLink(h http.Header) string { return relLink(h, "next") }
+
+// relLink answers the Link header's URL of relation rel, "" when it has
+// none.
+func relLink(h http.Header, rel string) string {
 	for _, v := range h.Values("Link") {
 		for _, part := range strings.Split(v, ",") {
 			target, params, ok := strings.Cut(strings.TrimSpace(part), ";")
-			if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+			if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="`+rel+`"`) {
 				continue
 			}
 			return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(target), "<"), ">")
 		}
 	}
 	return ""
+}
+
+// pages answers how many pages a list has, from the first page's Link
+// rel="last" (1 when there is none: the first page is the last).
+func pages(h http.Header) int {
+	last := relLink(h, "last")
+	if last == "" {
+		return 1
+	}
+	u, err := url.Parse(last)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(u.Query().Get("page"))
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
