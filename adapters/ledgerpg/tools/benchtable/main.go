@@ -204,6 +204,9 @@ func (r results) trackerRows(t string) []row {
 	if v, ok := r.get("TrackerRequests/"+t+"/change", "requests/change"); ok {
 		rows = append(rows, row{"Tracker requests per change detected, " + t, num(v), "–", "–"})
 	}
+	if v, ok := r.get("TrackerRequests/"+t+"/burst", "requests/poll"); ok {
+		rows = append(rows, row{"Tracker requests per poll after comments on 10 items, " + t, num(v), "11 reading each item's comments", "–"})
+	}
 	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "requests/poll"); ok {
 		rows = append(rows, row{"Tracker requests per idle poll, " + t, num(v), "–", "–"})
 	}

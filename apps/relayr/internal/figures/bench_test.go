@@ -260,6 +260,34 @@ func BenchmarkTrackerRequests(b *testing.B) {
 			}
 			b.ReportMetric(float64(requests)/float64(changes), "requests/change")
 		})
+		b.Run(tr.name+"/burst", func(b *testing.B) {
+			// burstItems items commented between two polls: one request for
+			// the changed items and one for their comments, on a tracker that
+			// lists a project's comments in one read; one more an item on one
+			// that doesn't.
+			clk := clock.NewFake(time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC))
+			emu := tr.new(clk.Now)
+			s, ids := readingService(b, emu, clk)
+			emu.ResetRequests()
+			polls, changes := 0, 0
+			for b.Loop() {
+				for i := range burstItems {
+					if err := emu.PersonComment(ids[i], "burst "+strconv.Itoa(changes)); err != nil {
+						b.Fatal(err)
+					}
+					changes++
+				}
+				clk.Advance(follow.DefaultPollEvery)
+				if err := s.app.Followers.PollOnce(b.Context(), tenant, workspace); err != nil {
+					b.Fatal(err)
+				}
+				polls++
+			}
+			if evs, err := s.app.Log.Read(context.Background(), tenant, workspace, 0, changes+1); err != nil || len(evs) != changes {
+				b.Fatalf("%d comments were made, %d events are in the feed (%v)", changes, len(evs), err)
+			}
+			b.ReportMetric(float64(emu.Requests())/float64(polls), "requests/poll")
+		})
 		b.Run(tr.name+"/idle-poll", func(b *testing.B) {
 			clk := clock.NewFake(time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC))
 			emu := tr.new(clk.Now)
@@ -293,6 +321,10 @@ func BenchmarkTrackerRequests(b *testing.B) {
 // The change-to-feed figures' project: items a person made before relayr
 // first read it.
 const feedItems = 20
+
+// burstItems is how many items a person comments on between two polls in
+// the burst figure.
+const burstItems = 10
 
 // shortPoll is the interval the polling figure is measured at, then scaled
 // to the default 30 s and to a minute.
