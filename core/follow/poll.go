@@ -822,7 +822,6 @@ func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) err
 	return nil
 }
 
-
 // itemDiff is one item's read against what relayr knew of it: the events
 // it publishes, the echoes it consumes, the values it supersedes, and the
 // snapshot it leaves.
