@@ -47,6 +47,7 @@ func BenchmarkAPIFilings(b *testing.B) {
 			prefix := keyPrefix()
 			var n atomic.Int64
 			emu.ResetRequests()
+			before := spentOf(emu)
 			b.SetParallelism(parallelism)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -60,7 +61,7 @@ func BenchmarkAPIFilings(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			reportFilings(b, emu)
+			reportFilings(b, emu, before)
 		})
 		b.Run(tr.name+"/direct", func(b *testing.B) {
 			emu := tr.new(time.Now)
@@ -68,6 +69,7 @@ func BenchmarkAPIFilings(b *testing.B) {
 			t := direct(b, emu)
 			prefix := keyPrefix()
 			var n atomic.Int64
+			before := spentOf(emu)
 			b.SetParallelism(parallelism)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -80,15 +82,27 @@ func BenchmarkAPIFilings(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			reportFilings(b, emu)
+			reportFilings(b, emu, before)
 		})
 	}
 }
 
-func reportFilings(b *testing.B, emu emulation) {
+func reportFilings(b *testing.B, emu emulation, spentBefore int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "filings/s")
 	b.ReportMetric(float64(emu.Requests())/float64(b.N), "requests/filing")
 	b.ReportMetric(float64(parallelism*runtime.GOMAXPROCS(0)), "clients")
+	if spent, ok := emu.(limited); ok {
+		b.ReportMetric(float64(spent.Spent()-spentBefore)/float64(b.N), "points/filing")
+	}
+}
+
+// spentOf answers what the emulation's key has spent of its tracker's
+// hourly limit so far (0 for a tracker that keeps none).
+func spentOf(emu emulation) int {
+	if spent, ok := emu.(limited); ok {
+		return spent.Spent()
+	}
+	return 0
 }
 
 // BenchmarkRetriedFilings sends every key twice, one after the other, as a
@@ -232,6 +246,7 @@ func BenchmarkTrackerRequests(b *testing.B) {
 			emu := tr.new(clk.Now)
 			s, ids := readingService(b, emu, clk)
 			emu.ResetRequests()
+			before := spentOf(emu)
 			changes := 0
 			for b.Loop() {
 				id := ids[changes%len(ids)]
@@ -259,6 +274,9 @@ func BenchmarkTrackerRequests(b *testing.B) {
 				b.Fatalf("%d changes were made, %d events are in the feed", changes, len(evs))
 			}
 			b.ReportMetric(float64(requests)/float64(changes), "requests/change")
+			if _, ok := emu.(limited); ok {
+				b.ReportMetric(float64(spentOf(emu)-before)/float64(changes), "points/change")
+			}
 		})
 		b.Run(tr.name+"/burst", func(b *testing.B) {
 			// burstItems items commented between two polls: one request for
@@ -293,11 +311,8 @@ func BenchmarkTrackerRequests(b *testing.B) {
 			emu := tr.new(clk.Now)
 			s, _ := readingService(b, emu, clk)
 			emu.ResetRequests()
-			spent, metered := emu.(limited)
-			before := 0
-			if metered {
-				before = spent.Spent()
-			}
+			_, metered := emu.(limited)
+			before := spentOf(emu)
 			polls := 0
 			for b.Loop() {
 				clk.Advance(follow.DefaultPollEvery)
@@ -312,7 +327,7 @@ func BenchmarkTrackerRequests(b *testing.B) {
 			b.ReportMetric(float64(emu.Requests())/float64(polls), "requests/poll")
 			if metered {
 				// GitHub counts no 304 against its hour: the goal is 0.
-				b.ReportMetric(float64(spent.Spent()-before)/float64(polls), "points/poll")
+				b.ReportMetric(float64(spentOf(emu)-before)/float64(polls), "points/poll")
 			}
 		})
 	}

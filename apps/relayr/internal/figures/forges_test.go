@@ -1,6 +1,7 @@
 package figures
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -115,8 +116,8 @@ type github struct {
 func newGitHub(now func() time.Time) *github {
 	// GitHub's limits are relayr's to keep, by its budget; the emulation's
 	// would end a figure's long run of requests, and the limits' own tests
-	// measure them.
-	e, srv := githubemu.NewServer(githubemu.Options{Now: now, HourlyLimit: -1, NoSecondaryLimits: true,
+	// measure them. The hour is counted (Spent), never reached.
+	e, srv := githubemu.NewServer(githubemu.Options{Now: now, HourlyLimit: math.MaxInt32, NoSecondaryLimits: true,
 		WebhookClient: &http.Client{Transport: loopback(), Timeout: 10 * time.Second}})
 	e.AddUser(forgeBot)
 	h := &github{e: e, srv: srv, token: e.AddToken(forgeBot, true)}
@@ -136,7 +137,7 @@ func (h *github) Credentials() tracker.Credentials {
 }
 
 func (h *github) Requests() int  { return h.e.TotalRequests() }
-func (h *github) Spent() int     { return h.e.Used(h.token) }
+func (h *github) Spent() int     { return h.e.Spent(h.token) }
 func (h *github) ResetRequests() { h.e.ResetCounts() }
 
 func (h *github) PersonCreate(title string) (string, error) {
