@@ -84,7 +84,7 @@ nats:
 bench: db nats
 	@mkdir -p bin
 	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
-		./core/follow ./core/ledger/memledger ./adapters/httpapi ./apps/relayr/internal/figures \
+		./core/follow ./core/ledger/memledger ./adapters/httpapi ./adapters/github ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkBeat$$' -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSecondReplicasWait$$' -benchtime 100x -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt

@@ -29,7 +29,7 @@ type emulated struct {
 	person *githubemu.Person
 }
 
-func newEmulated(t *testing.T, opts githubemu.Options, cfg github.Config) *emulated {
+func newEmulated(t testing.TB, opts githubemu.Options, cfg github.Config) *emulated {
 	t.Helper()
 	em := &emulated{clock: githubemu.NewClock(t0)}
 	if opts.Now == nil {

@@ -28,7 +28,7 @@ type run struct {
 	clock *clock.Fake
 }
 
-func newRun(t *testing.T, opts githubemu.Options, windows map[string][]budget.TrackerWindow) run {
+func newRun(t testing.TB, opts githubemu.Options, windows map[string][]budget.TrackerWindow) run {
 	t.Helper()
 	// One clock for the emulation, the driver, the writer and the budget.
 	clk := clock.NewFake(t0)

@@ -201,8 +201,18 @@ func (r results) trackerRows(t string) []row {
 		}
 		rows = append(rows, row{"Tracker requests per filing, " + t, num(rel), against, rat})
 	}
+	if v, ok := r.get("APIFilings/"+t+"/relayr", "points/filing"); ok {
+		rows = append(rows, row{"Points of the tracker's hourly limit per filing, " + t, num(v), "–", "–"})
+	}
+	if v, ok := r.get("TrackerRequests/"+t+"/change", "points/change"); ok {
+		rows = append(rows, row{"Points of the tracker's hourly limit per change detected, " + t, num(v), "–", "–"})
+	}
 	if v, ok := r.get("TrackerRequests/"+t+"/change", "requests/change"); ok {
 		rows = append(rows, row{"Tracker requests per change detected, " + t, num(v), "–", "–"})
+	}
+	if v, ok := r.get("SustainedFilings", "filings/hour"); ok && t == "GitHub" {
+		refused, _ := r.get("SustainedFilings", "github-refusals")
+		rows = append(rows, row{"Filings an hour one token sustains, a new key every second for 3 h (virtual time), GitHub", fmt.Sprintf("%s, %s answers over a limit", num(v), count(refused)), "GitHub's 500 content creations an hour, 80 a minute", "–"})
 	}
 	if v, ok := r.get("TrackerRequests/"+t+"/burst", "requests/poll"); ok {
 		rows = append(rows, row{"Tracker requests per poll after comments on 10 items, " + t, num(v), "11 reading each item's comments", "–"})
