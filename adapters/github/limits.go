@@ -21,6 +21,14 @@ const (
 	CreatesPerHour   = 500
 )
 
+// ConcurrentRequests is GitHub's secondary limit on requests in flight at
+// once ("No more than 100 concurrent requests are allowed", docs
+// rate-limits, secondary). Over HTTP/2 a bounded pool of connections
+// bounds no streams, so the driver holds a token's requests to it itself,
+// in each process; relayr's budget (40 requests a minute a key by default)
+// keeps replicas far below it together.
+const ConcurrentRequests = 100
+
 // secondaryWait is the wait of a secondary limit that names none: "wait
 // at least one minute" (docs rate-limits, "Exceeding the rate limit").
 const secondaryWait = time.Minute
@@ -31,6 +39,8 @@ const secondaryWait = time.Minute
 // headers are the truth of the hour, whoever else spends the token.
 type limits struct {
 	now func() time.Time
+	// slots holds one token per request in flight (ConcurrentRequests).
+	slots chan struct{}
 
 	mu sync.Mutex
 	// spentUntil is when GitHub's hour resets after an answer saying
@@ -41,28 +51,46 @@ type limits struct {
 	creates   []time.Time // content-creating requests of the last hour, oldest first
 }
 
-func newLimits(now func() time.Time) *limits { return &limits{now: now} }
+func newLimits(now func() time.Time) *limits {
+	return &limits{now: now, slots: make(chan struct{}, ConcurrentRequests)}
+}
 
-// Enter implements trackerhttp.Gate: a request GitHub has said it would
-// refuse (the hour spent, a secondary limit in force) or one more content
-// creation than GitHub takes in a minute or an hour is answered
-// rate-limited, never sent.
-func (l *limits) Enter(_ context.Context, method string) (func(reached, answered bool), error) {
+// Enter implements trackerhttp.Gate: a request waits for one of the
+// token's ConcurrentRequests places (unsent if ctx ends first); a request
+// GitHub has said it would refuse (the hour spent, a secondary limit in
+// force) or one more content creation than GitHub takes in a minute or an
+// hour is answered rate-limited, never sent.
+func (l *limits) Enter(ctx context.Context, method string) (func(reached, answered bool), error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, tracker.NotSent(fmt.Errorf("github: waiting for one of the token's %d requests at once: %w", ConcurrentRequests, ctx.Err()))
+	}
+	leave := func(bool, bool) { <-l.slots }
+	if err := l.admit(method); err != nil {
+		leave(false, false)
+		return nil, err
+	}
+	return leave, nil
+}
+
+// admit refuses, unsent, a request GitHub would refuse.
+func (l *limits) admit(method string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	if wait := max(l.spentUntil.Sub(now), l.heldUntil.Sub(now)); wait > 0 {
-		return nil, tracker.NotSent(fmt.Errorf("github: the token's limit is spent for %s: %w", wait.Round(time.Second), tracker.RateLimited(wait)))
+		return tracker.NotSent(fmt.Errorf("github: the token's limit is spent for %s: %w", wait.Round(time.Second), tracker.RateLimited(wait)))
 	}
 	if method != http.MethodPost {
-		return func(bool, bool) {}, nil
+		return nil
 	}
 	l.creates = prune(l.creates, now.Add(-time.Hour))
 	if wait := l.createWait(now); wait > 0 {
-		return nil, tracker.NotSent(fmt.Errorf("github: %d issues and comments a minute, %d an hour, are GitHub's most: %w", CreatesPerMinute, CreatesPerHour, tracker.RateLimited(wait)))
+		return tracker.NotSent(fmt.Errorf("github: %d issues and comments a minute, %d an hour, are GitHub's most: %w", CreatesPerMinute, CreatesPerHour, tracker.RateLimited(wait)))
 	}
 	l.creates = append(l.creates, now)
-	return func(bool, bool) {}, nil
+	return nil
 }
 
 // createWait answers how long until one more content creation is within
