@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 )
 
 // Headers of a delivery to a subscriber.
@@ -41,7 +41,7 @@ const (
 // Subscriber delivers a workspace's events to one URL: each event POSTed
 // once, in order, with its id as the idempotency key and an HMAC-SHA256
 // signature. A failing subscriber is retried with backoff, never skipped: it
-// is a follow.Sink whose Publish returns only once the subscriber took the
+// is a deliver.Sink whose Publish returns only once the subscriber took the
 // event (a 2xx) or its context ended.
 //
 // A redirect is never followed, whatever Client says: a 3xx is a failure,
@@ -80,7 +80,7 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Publish implements follow.Sink.
+// Publish implements deliver.Sink.
 func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 		}
 		log.Warn("subscriber failed; retrying", "subscription", s.Name, "url", RedactURL(s.URL),
 			"event", e.ID, "attempt", attempt, "wait", wait, "err", err)
-		follow.ReportFailure(ctx, err) // the follower's status and metrics say why
+		deliver.ReportFailure(ctx, err) // the follower's status and metrics say why
 		if err := clock.Sleep(ctx, c, wait); err != nil {
 			return err
 		}

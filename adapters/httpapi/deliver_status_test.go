@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -36,7 +36,7 @@ func TestAFailingSubscriberShowsInItsFollowersStatus(t *testing.T) {
 		defer srv.Close()
 		mem := memledger.New()
 		m := metrics.NewMemory()
-		lf := follow.NewLogFollowers(follow.LogConfig{Ledger: mem, Log: mem, Metrics: m, Holder: "a"})
+		lf := deliver.New(deliver.Config{Ledger: mem, Log: mem, Metrics: m, Holder: "a"})
 		defer lf.Stop()
 		if _, _, err := mem.Append(context.Background(), eventlog.AppendParams{Publisher: "rules", Event: eventlog.Event{
 			ID: "e1", Tenant: "acme", Workspace: "ops", Type: "app:thing", Data: json.RawMessage(`{}`),
@@ -45,7 +45,7 @@ func TestAFailingSubscriberShowsInItsFollowersStatus(t *testing.T) {
 		}
 		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "rules"}
 		sub := &httpapi.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
-		if err := lf.Follow(context.Background(), f, follow.Subscription{Sink: sub}); err != nil {
+		if err := lf.Follow(context.Background(), f, deliver.Subscription{Sink: sub}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -53,7 +53,7 @@ func TestAFailingSubscriberShowsInItsFollowersStatus(t *testing.T) {
 		if err != nil || len(st) != 1 {
 			t.Fatalf("status %+v %v", st, err)
 		}
-		if s := st[0]; s.State != follow.LogRetrying || s.Failures != 1 || !strings.Contains(s.LastError, "503") || s.Cursor != 0 || s.Head != 1 {
+		if s := st[0]; s.State != deliver.Retrying || s.Failures != 1 || !strings.Contains(s.LastError, "503") || s.Cursor != 0 || s.Head != 1 {
 			t.Fatalf("status while the subscriber fails: %+v", s)
 		}
 		if n := m.Get(metrics.DeliveryFailures); n != 1 {
@@ -62,7 +62,7 @@ func TestAFailingSubscriberShowsInItsFollowersStatus(t *testing.T) {
 		time.Sleep(3 * time.Second) // the subscriber's backoff: 1 s, then 2 s
 		synctest.Wait()
 		st, _ = lf.Status(context.Background())
-		if s := st[0]; s.State != follow.LogRunning || s.Failures != 0 || s.Cursor != 1 || m.Get(metrics.DeliveryFailures) != 2 {
+		if s := st[0]; s.State != deliver.Running || s.Failures != 0 || s.Cursor != 1 || m.Get(metrics.DeliveryFailures) != 2 {
 			t.Fatalf("status after the subscriber took it: %+v, failures counted %v", s, m.Get(metrics.DeliveryFailures))
 		}
 	})

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/faketracker"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 )
@@ -147,7 +147,7 @@ func uiWorld(t *testing.T) *world {
 	return newWorld(t, func(c *httpapi.Config) {
 		led := c.Ledger.(*memledger.Ledger)
 		c.UI.Ledger = led
-		c.UI.Resolver = &follow.Resolver{Ledger: led, Sink: func(ledger.Follower) (follow.Sink, error) {
+		c.UI.Resolver = &deliver.Resolver{Ledger: led, Sink: func(ledger.Follower) (deliver.Sink, error) {
 			return nil, errors.New("no sink: the world has no subscription")
 		}}
 		c.Status = httpapi.StatusFunc(func(context.Context) (httpapi.StatusReport, error) {

@@ -927,8 +927,8 @@ func (b *heldBody) Read(p []byte) (int, error) {
 	return b.body.Read(p)
 }
 
-// deliver posts a delivery to path in-process, signed with sec.
-func deliver(w *world, path, sec string, body io.Reader, length int64, sign []byte) *httptest.ResponseRecorder {
+// postDelivery posts a delivery to path in-process, signed with sec.
+func postDelivery(w *world, path, sec string, body io.Reader, length int64, sign []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "http://relayr.test"+path, body)
 	req.ContentLength = length
 	if sign != nil {
@@ -941,7 +941,7 @@ func deliver(w *world, path, sec string, body io.Reader, length int64, sign []by
 
 // signedDelivery posts body signed with acme's secret.
 func signedDelivery(w *world, body string) int {
-	return deliver(w, hook, secret, strings.NewReader(body), int64(len(body)), []byte(body)).Code
+	return postDelivery(w, hook, secret, strings.NewReader(body), int64(len(body)), []byte(body)).Code
 }
 
 func TestHostileWebhooks(t *testing.T) {
@@ -953,7 +953,7 @@ func TestHostileWebhooks(t *testing.T) {
 			"/relayr/v1/trackers/initech/fake", // and both
 		} {
 			body := &countingBody{r: io.LimitReader(repeatReader('x'), httpapi.MaxNudgeBody-1)}
-			rec := deliver(w, path, secret, body, httpapi.MaxNudgeBody-1, nil)
+			rec := postDelivery(w, path, secret, body, httpapi.MaxNudgeBody-1, nil)
 			if rec.Code != http.StatusUnauthorized {
 				t.Fatalf("%s: %d, want the one 401", path, rec.Code)
 			}
@@ -974,7 +974,7 @@ func TestHostileWebhooks(t *testing.T) {
 			b := newHeldBody(good)
 			held = append(held, b)
 			wg.Go(func() {
-				if rec := deliver(w, path, sec, b, int64(len(good)), good); rec.Code >= 500 {
+				if rec := postDelivery(w, path, sec, b, int64(len(good)), good); rec.Code >= 500 {
 					t.Errorf("a held delivery answered %d", rec.Code)
 				}
 			})
@@ -984,7 +984,7 @@ func TestHostileWebhooks(t *testing.T) {
 		hold(hook, secret)
 		hold(hook, secret)
 		third := &countingBody{r: bytes.NewReader(good)}
-		rec := deliver(w, hook, secret, third, int64(len(good)), good)
+		rec := postDelivery(w, hook, secret, third, int64(len(good)), good)
 		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 			t.Fatalf("acme's third delivery at once: %d %q, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 		}
@@ -993,7 +993,7 @@ func TestHostileWebhooks(t *testing.T) {
 		}
 		// Another tenant still has room, up to the bound over all.
 		hold("/relayr/v1/trackers/globex/fake", "other")
-		rec = deliver(w, "/relayr/v1/trackers/globex/fake", "other", bytes.NewReader(good), int64(len(good)), good)
+		rec = postDelivery(w, "/relayr/v1/trackers/globex/fake", "other", bytes.NewReader(good), int64(len(good)), good)
 		if rec.Code != http.StatusTooManyRequests {
 			t.Fatalf("a fourth delivery over all: %d, want 429", rec.Code)
 		}
@@ -1047,7 +1047,7 @@ func TestHostileWebhooks(t *testing.T) {
 	t.Run("AnUnsignedCopyLeavesTheRealDeliveryToBeTaken", func(t *testing.T) {
 		w := newWorld(t)
 		const body = `{"project":"proj","delivery":4}`
-		rec := deliver(w, hook, "wrong", strings.NewReader(body), int64(len(body)), []byte(body))
+		rec := postDelivery(w, hook, "wrong", strings.NewReader(body), int64(len(body)), []byte(body))
 		if rec.Code != http.StatusUnauthorized {
 			t.Fatalf("badly signed: %d", rec.Code)
 		}

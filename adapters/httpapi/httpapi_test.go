@@ -20,6 +20,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
@@ -485,7 +486,7 @@ func TestOpenAPIDescribesTheStatusAsItIs(t *testing.T) {
 	}
 	for schema, v := range map[string]any{
 		"StatusReport": httpapi.StatusReport{}, "BindingStatus": follow.BindingStatus{}, "KeyStatus": budget.KeyStatus{},
-		"LogStatus": follow.LogStatus{}, "ShareStatus": follow.ShareStatus{},
+		"LogStatus": deliver.Status{}, "ShareStatus": follow.ShareStatus{},
 		"EnsureRequest": httpapi.EnsureRequest{}, "UpdateRequest": httpapi.UpdateRequest{},
 	} {
 		props := doc.Components.Schemas[schema].Properties

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/follow"
 )
 
@@ -26,7 +27,7 @@ type StatusReport struct {
 	// Subscriptions are the delivery followers (a webhook or a NATS
 	// stream per subscription): their cursor against the log's head,
 	// last delivery and failures.
-	Subscriptions []follow.LogStatus `json:"subscriptions"`
+	Subscriptions []deliver.Status `json:"subscriptions"`
 }
 
 // StatusSource answers the status report (the app's wiring).

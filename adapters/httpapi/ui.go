@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -60,7 +61,7 @@ type OperatorLedger interface {
 }
 
 // DeadLetterResolver replays or skips a dead letter once
-// (*follow.Resolver).
+// (*deliver.Resolver).
 type DeadLetterResolver interface {
 	Resolve(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution) (ledger.DeadLetter, bool, error)
 }
@@ -452,7 +453,7 @@ func (a *API) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ledger.ErrNotFound):
 		a.uiError(w, r, http.StatusNotFound, "No such dead letter", "The follower has no such dead letter. Nothing was changed.", false)
 		return
-	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, follow.ErrUnreadable):
+	case errors.Is(err, ledger.ErrInvalid), errors.Is(err, deliver.ErrUnreadable):
 		a.uiError(w, r, http.StatusBadRequest, "Cannot be done", "The dead letter cannot be "+string(res)+": "+err.Error()+". Nothing was changed.", false)
 		return
 	case err != nil:
@@ -468,7 +469,7 @@ func (a *API) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
 func knownFollower(rep StatusReport, f ledger.Follower) bool {
 	switch f.Kind {
 	case ledger.LogFollower:
-		return slices.ContainsFunc(rep.Subscriptions, func(s follow.LogStatus) bool {
+		return slices.ContainsFunc(rep.Subscriptions, func(s deliver.Status) bool {
 			return s.Tenant == f.Tenant && s.Workspace == f.Workspace && s.Name == f.Name
 		})
 	case ledger.TrackerFollower:
@@ -583,7 +584,7 @@ type eventRow struct {
 }
 
 type subscriptionRow struct {
-	follow.LogStatus
+	deliver.Status
 	Behind int64
 }
 
@@ -689,7 +690,7 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 	for _, s := range rep.Subscriptions {
 		tenants[s.Tenant] = true
 		workspaces[[2]string{s.Tenant, s.Workspace}] = true
-		p.Subscriptions = append(p.Subscriptions, subscriptionRow{LogStatus: s, Behind: max(0, s.Head-s.Cursor)})
+		p.Subscriptions = append(p.Subscriptions, subscriptionRow{Status: s, Behind: max(0, s.Head-s.Cursor)})
 	}
 	ws := slices.SortedFunc(func(yield func([2]string) bool) {
 		for k := range workspaces {

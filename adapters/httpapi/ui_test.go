@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -63,12 +64,12 @@ func newUIEnv(t *testing.T, opts ...func(*httpapi.Config)) *uiEnv {
 			for i := range rep.Bindings {
 				rep.Bindings[i].Late = u.late && rep.Bindings[i].Workspace == "ops"
 			}
-			rep.Subscriptions = []follow.LogStatus{{Tenant: "acme", Workspace: "ops", Name: "rules", State: follow.LogRunning, Cursor: 1, Head: 3}}
+			rep.Subscriptions = []deliver.Status{{Tenant: "acme", Workspace: "ops", Name: "rules", State: deliver.Running, Cursor: 1, Head: 3}}
 			return rep, err
 		})
 		c.UI = httpapi.UIConfig{
 			Ledger:   led,
-			Resolver: &follow.Resolver{Ledger: led, Clock: c.Clock, Sink: func(ledger.Follower) (follow.Sink, error) { return u.sink, nil }},
+			Resolver: &deliver.Resolver{Ledger: led, Clock: c.Clock, Sink: func(ledger.Follower) (deliver.Sink, error) { return u.sink, nil }},
 		}
 	}}, opts...)...)
 	raw, _ := json.Marshal(eventlog.Event{ID: "trk_00000000000000dd", Seq: 2, Tenant: "acme", Workspace: "ops", Type: follow.TypeItemChanged, Data: json.RawMessage(`{}`)})

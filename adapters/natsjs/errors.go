@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"github.com/relayr-go/relayr/core/follow"
+	"github.com/relayr-go/relayr/core/deliver"
 )
 
 // Reasons a publish failed for now, as the metrics and the status name them.
@@ -38,49 +38,49 @@ var ErrStream = errors.New("natsjs: stream check failed")
 
 // Classify maps a failure of the client or the broker onto the follower's
 // rules: everything that may pass (a broker down, slow, full or refusing the
-// credentials, a missing or changed stream) matches follow.ErrRetry with its
+// credentials, a missing or changed stream) matches deliver.ErrRetry with its
 // reason; a message the stream can never take, and a type that makes no
 // subject, are left as they are, and stop the follower (ADR-0015). nil stays
 // nil.
 func Classify(err error) error {
-	if err == nil || errors.Is(err, follow.ErrRetry) || errors.Is(err, follow.ErrUnknownType) {
+	if err == nil || errors.Is(err, deliver.ErrRetry) || errors.Is(err, deliver.ErrUnknownType) {
 		return err
 	}
 	var api *jetstream.APIError
 	switch {
 	case errors.Is(err, ErrStream):
-		return follow.Retry(ReasonStream, err)
+		return deliver.Retry(ReasonStream, err)
 	case errors.As(err, &api):
 		switch api.ErrorCode {
 		case codeMessageTooLarge:
 			return err
 		case codeStoreFailed, codeInsufficientResource:
-			return follow.Retry(ReasonStreamFull, err)
+			return deliver.Retry(ReasonStreamFull, err)
 		case jetstream.JSErrCodeStreamNotFound:
-			return follow.Retry(ReasonStream, err)
+			return deliver.Retry(ReasonStream, err)
 		}
-		return follow.Retry(ReasonRefused, err)
+		return deliver.Retry(ReasonRefused, err)
 	case errors.Is(err, nats.ErrMaxPayload):
 		return err
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		errors.Is(err, nats.ErrAccountAuthExpired), errors.Is(err, nats.ErrPermissionViolation),
 		strings.Contains(strings.ToLower(err.Error()), "authorization violation"):
-		return follow.Retry(ReasonUnauthorized, err)
+		return deliver.Retry(ReasonUnauthorized, err)
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
-		return follow.Retry(ReasonNoResponders, err)
+		return deliver.Retry(ReasonNoResponders, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return follow.Retry(ReasonTimeout, err)
+		return deliver.Retry(ReasonTimeout, err)
 	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting),
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrStaleConnection):
-		return follow.Retry(ReasonUnreachable, err)
+		return deliver.Retry(ReasonUnreachable, err)
 	}
 	var nerr net.Error
 	if errors.As(err, &nerr) {
-		return follow.Retry(ReasonUnreachable, err)
+		return deliver.Retry(ReasonUnreachable, err)
 	}
 	// Anything else the client says may pass as well: a broker is a
 	// network service, and a skipped event is never the answer.
-	return follow.Retry(ReasonRefused, err)
+	return deliver.Retry(ReasonRefused, err)
 }
 
 // parseCreds reads a .creds file's contents: a user JWT and its seed.

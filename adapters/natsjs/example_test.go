@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -38,10 +39,10 @@ func ExampleSink() {
 	defer sink.Close()
 
 	store := memledger.New()
-	followers := follow.NewLogFollowers(follow.LogConfig{Ledger: store, Log: store})
+	followers := deliver.New(deliver.Config{Ledger: store, Log: store})
 	defer followers.Stop()
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
-	if err := followers.Follow(ctx, f, follow.Subscription{Sink: sink}); err != nil {
+	if err := followers.Follow(ctx, f, deliver.Subscription{Sink: sink}); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/natsjs/natstest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -53,9 +53,9 @@ func TestLogFollowerIntoJetStreamOnce(t *testing.T) {
 	run := func() {
 		mem := memledger.New()
 		appendAll(t, mem, es)
-		lf := follow.NewLogFollowers(follow.LogConfig{Ledger: mem, Log: mem, Logger: slog.New(slog.DiscardHandler)})
+		lf := deliver.New(deliver.Config{Ledger: mem, Log: mem, Logger: slog.New(slog.DiscardHandler)})
 		defer lf.Stop()
-		if err := lf.Follow(t.Context(), f, follow.Subscription{Sink: newSink(t, tg, natsjs.SinkOptions{})}); err != nil {
+		if err := lf.Follow(t.Context(), f, deliver.Subscription{Sink: newSink(t, tg, natsjs.SinkOptions{})}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the cursor at 250", func() bool { c, _ := mem.Cursor(context.Background(), f); return c.Seq == 250 })
@@ -86,11 +86,11 @@ func TestABrokerDownIsRetriedFromTheCursor(t *testing.T) {
 		es[i].Seq = 0
 	}
 	appendAll(t, mem, es)
-	lf := follow.NewLogFollowers(follow.LogConfig{Ledger: mem, Log: mem, Metrics: m, Logger: slog.New(slog.DiscardHandler),
-		Options: follow.Options{RetryFirst: 50 * time.Millisecond, RetryMax: 100 * time.Millisecond}})
+	lf := deliver.New(deliver.Config{Ledger: mem, Log: mem, Metrics: m, Logger: slog.New(slog.DiscardHandler),
+		Options: deliver.Options{RetryFirst: 50 * time.Millisecond, RetryMax: 100 * time.Millisecond}})
 	defer lf.Stop()
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "broker"}
-	if err := lf.Follow(t.Context(), f, follow.Subscription{Sink: newSink(t, tg, natsjs.SinkOptions{})}); err != nil {
+	if err := lf.Follow(t.Context(), f, deliver.Subscription{Sink: newSink(t, tg, natsjs.SinkOptions{})}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "three failures", func() bool {
@@ -98,7 +98,7 @@ func TestABrokerDownIsRetriedFromTheCursor(t *testing.T) {
 		return len(st) == 1 && st[0].Failures >= 3
 	})
 	st, err := lf.Status(context.Background())
-	if err != nil || st[0].State != follow.LogRetrying || st[0].Cursor != 0 || st[0].Head != 3 || !strings.Contains(st[0].LastError, "no servers") {
+	if err != nil || st[0].State != deliver.Retrying || st[0].Cursor != 0 || st[0].Head != 3 || !strings.Contains(st[0].LastError, "no servers") {
 		t.Fatalf("status while the broker is down: %+v %v", st, err)
 	}
 	if m.With(metrics.DeliveryFailures, metrics.Labels{"tenant": "acme", "workspace": "ops", "name": "broker", "reason": natsjs.ReasonUnreachable}) < 3 {
@@ -118,7 +118,7 @@ func TestABrokerDownIsRetriedFromTheCursor(t *testing.T) {
 	if msgs := natstest.Messages(t, js, tg.Stream); len(msgs) != 3 {
 		t.Fatalf("the stream holds %d, want 3", len(msgs))
 	}
-	if st, _ := lf.Status(context.Background()); st[0].State != follow.LogRunning || st[0].Failures != 0 || lf.Stopped(f) != nil {
+	if st, _ := lf.Status(context.Background()); st[0].State != deliver.Running || st[0].Failures != 0 || lf.Stopped(f) != nil {
 		t.Fatalf("status after the broker came up: %+v", st)
 	}
 }

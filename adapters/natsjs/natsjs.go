@@ -30,8 +30,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 )
 
 // Headers every message carries beside Nats-Msg-Id (the event's id).
@@ -97,14 +97,14 @@ type TLS struct {
 // Subject answers the subject e is published on under prefix: the type's
 // colon made a token separator. Each token must be a valid NATS token (not
 // empty; no '.', '*', '>' or white space): a name that isn't answers an
-// error matching follow.ErrUnknownType, which stops the follower rather than
+// error matching deliver.ErrUnknownType, which stops the follower rather than
 // skip the event.
 func Subject(prefix string, e eventlog.Event) (string, error) {
 	parts := []string{e.Tenant, e.Workspace}
 	parts = append(parts, strings.Split(e.Type, ":")...)
 	for _, p := range parts {
 		if !ValidToken(p) {
-			return "", fmt.Errorf("%w: %q in %s/%s's event type %q is not a NATS subject token", follow.ErrUnknownType, p, e.Tenant, e.Workspace, e.Type)
+			return "", fmt.Errorf("%w: %q in %s/%s's event type %q is not a NATS subject token", deliver.ErrUnknownType, p, e.Tenant, e.Workspace, e.Type)
 		}
 	}
 	return prefix + "." + strings.Join(parts, "."), nil
@@ -125,11 +125,11 @@ func ValidPrefix(s string) bool {
 	return true
 }
 
-// Sink publishes a subscription's events into its stream: a follow.Sink and
-// follow.BatchSink. It connects on first use and again after the connection
+// Sink publishes a subscription's events into its stream: a deliver.Sink and
+// deliver.BatchSink. It connects on first use and again after the connection
 // closes, checks the stream (CheckStream) before its first publish and
 // again after any failure, and answers every failure of the broker as
-// follow.ErrRetry with its reason, so the follower tries again from its
+// deliver.ErrRetry with its reason, so the follower tries again from its
 // cursor. It is safe for concurrent use; publishes are serialised.
 type Sink struct {
 	target  Target
@@ -144,8 +144,8 @@ type Sink struct {
 }
 
 var (
-	_ follow.Sink      = (*Sink)(nil)
-	_ follow.BatchSink = (*Sink)(nil)
+	_ deliver.Sink      = (*Sink)(nil)
+	_ deliver.BatchSink = (*Sink)(nil)
 )
 
 // SinkOptions tune a Sink; zero fields take the defaults.
@@ -168,13 +168,13 @@ func NewSink(t Target, o SinkOptions) *Sink {
 	return &Sink{target: t, ackWait: o.AckWait, logger: o.Logger}
 }
 
-// Publish implements follow.Sink.
+// Publish implements deliver.Sink.
 func (s *Sink) Publish(ctx context.Context, e eventlog.Event) error {
 	_, err := s.PublishBatch(ctx, []eventlog.Event{e})
 	return err
 }
 
-// PublishBatch implements follow.BatchSink: each event is published, and
+// PublishBatch implements deliver.BatchSink: each event is published, and
 // its acknowledgement awaited, before the next is sent, so a later event is
 // never stored before an earlier one.
 func (s *Sink) PublishBatch(ctx context.Context, es []eventlog.Event) (int, error) {
@@ -289,7 +289,7 @@ func (s *Sink) Close() {
 
 // Connect dials t's servers once, with t's credentials and TLS. A
 // connection that drops later reconnects by itself; one that cannot be made
-// answers an error matching follow.ErrRetry with its reason.
+// answers an error matching deliver.ErrRetry with its reason.
 func Connect(ctx context.Context, t Target, logger *slog.Logger) (*nats.Conn, error) {
 	opts, err := connectOptions(t)
 	if err != nil {

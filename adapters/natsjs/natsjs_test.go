@@ -18,8 +18,8 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/natsjs/natstest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 )
 
 func events(n int, from int) []eventlog.Event {
@@ -101,7 +101,7 @@ func TestSubject(t *testing.T) {
 		{"acme", "ops", "tracker:"}, {"acme", "my ops", "tracker:x"}, {"acme", "ops", "tracker::x"},
 	} {
 		e.Tenant, e.Workspace, e.Type = bad.tenant, bad.workspace, bad.typ
-		if _, err := natsjs.Subject("relayr", e); !errors.Is(err, follow.ErrUnknownType) {
+		if _, err := natsjs.Subject("relayr", e); !errors.Is(err, deliver.ErrUnknownType) {
 			t.Errorf("Subject of %+v: %v, want ErrUnknownType", bad, err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestCheckStream(t *testing.T) {
 
 func reason(t *testing.T, err error) string {
 	t.Helper()
-	var r *follow.RetryError
+	var r *deliver.RetryError
 	if !errors.As(err, &r) {
 		t.Fatalf("%v does not pass: it would stop the follower", err)
 	}
@@ -260,7 +260,7 @@ func TestAMessageTooLargeStopsRatherThanRetries(t *testing.T) {
 	e := events(1, 1)[0]
 	e.Data = json.RawMessage(`"` + strings.Repeat("x", 1024) + `"`)
 	err := newSink(t, tg, natsjs.SinkOptions{}).Publish(t.Context(), e)
-	if err == nil || errors.Is(err, follow.ErrRetry) {
+	if err == nil || errors.Is(err, deliver.ErrRetry) {
 		t.Fatalf("Publish of an event larger than the stream takes: %v, want a refusal that stops", err)
 	}
 }
@@ -282,13 +282,13 @@ func TestClassify(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: 10059, Description: "stream not found"}, natsjs.ReasonStream},
 		{&jetstream.APIError{ErrorCode: 10054, Description: "message size exceeds maximum allowed"}, ""},
 		{nats.ErrMaxPayload, ""},
-		{fmt.Errorf("%w: bad type", follow.ErrUnknownType), ""},
+		{fmt.Errorf("%w: bad type", deliver.ErrUnknownType), ""},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, natsjs.ReasonUnreachable},
 	} {
 		got := natsjs.Classify(fmt.Errorf("wrapped: %w", c.err))
-		var r *follow.RetryError
+		var r *deliver.RetryError
 		switch {
-		case c.reason == "" && errors.Is(got, follow.ErrRetry):
+		case c.reason == "" && errors.Is(got, deliver.ErrRetry):
 			t.Errorf("Classify(%v) passes, want it to stop", c.err)
 		case c.reason != "" && (!errors.As(got, &r) || r.Reason != c.reason):
 			t.Errorf("Classify(%v) = %v, want reason %s", c.err, got, c.reason)

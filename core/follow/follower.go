@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
+	"github.com/relayr-go/relayr/core/deliver"
+	"github.com/relayr-go/relayr/core/lease"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -19,7 +21,7 @@ type follower struct {
 	fs     *Followers
 	b      binding.Binding
 	id     ledger.Follower
-	proj   Projection
+	proj   deliver.Projection
 	nudges chan struct{}
 
 	mu      sync.Mutex
@@ -122,7 +124,7 @@ func (f *follower) interval() time.Duration {
 // (ADR-1001: a floor for polls).
 func (f *follower) run(ctx context.Context) error {
 	fs, o := f.fs, f.fs.opts
-	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: o.LeaseTTL}
+	ls := &lease.Lease{Ledger: fs.ledger, Clock: fs.clock, Follower: f.id, Holder: fs.holder, TTL: o.LeaseTTL}
 	// counted: the replica's share counts this follower's lease (share.go).
 	counted := false
 	uncount := func() {
@@ -132,10 +134,10 @@ func (f *follower) run(ctx context.Context) error {
 		}
 	}
 	defer func() {
-		if ls.held() {
+		if ls.Held() {
 			fs.logger.Info("tracker follower gave its lease up", "binding", f.b.Name(), "holder", fs.holder)
 		}
-		ls.release(ctx)
+		ls.Release(ctx)
 		uncount()
 		f.update(func(s *state) { s.held = false })
 	}()
@@ -146,7 +148,7 @@ func (f *follower) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !ls.held() {
+		if !ls.Held() {
 			took, ok := f.takeLease(ctx, ls)
 			if !ok {
 				return nil
@@ -167,7 +169,7 @@ func (f *follower) run(ctx context.Context) error {
 		case !now.Before(nextRenew):
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
-				ls.release(ctx)
+				ls.Release(ctx)
 				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
@@ -181,7 +183,7 @@ func (f *follower) run(ctx context.Context) error {
 			if f.sweep == nil && f.deleted.empty() && fs.share.giveUp() {
 				counted = false
 				fs.logger.Info("tracker follower gave its lease up to rebalance", "binding", f.b.Name(), "holder", fs.holder)
-				ls.release(ctx)
+				ls.Release(ctx)
 				f.update(func(s *state) { s.held = false })
 				if !f.wait(ctx, o.renewEvery(), nil) {
 					return nil
@@ -191,7 +193,7 @@ func (f *follower) run(ctx context.Context) error {
 			// A renewal that finds another holder, or fails, stops the
 			// reading (ADR-0015: "a lease is never held with nothing
 			// relayed"); the follower then waits for the lease.
-			if err := ls.renew(ctx); err != nil {
+			if err := ls.Renew(ctx); err != nil {
 				if ctx.Err() == nil {
 					fs.logger.Info("tracker follower lost its lease", "binding", f.b.Name(), "holder", fs.holder, "err", err)
 				}
@@ -205,7 +207,7 @@ func (f *follower) run(ctx context.Context) error {
 			// Each poll asks the switch first.
 			if !f.enabled(ctx) {
 				fs.logger.Info("tracker follower switched off", "binding", f.b.Name())
-				ls.release(ctx)
+				ls.Release(ctx)
 				uncount()
 				f.update(func(s *state) { s.held = false })
 				continue
@@ -220,7 +222,7 @@ func (f *follower) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if !ls.held() {
+			if !ls.Held() {
 				// The lease was lost while the poll waited or read.
 				uncount()
 				f.update(func(s *state) { s.held = false })
@@ -284,7 +286,7 @@ func (f *follower) settleUnannounced(announced bool) {
 // it is switched on"), nor while the replica holds its share (share.go).
 // It answers took when the lease is now held and counted in the share, and
 // ok false when ctx ended; otherwise it has waited before the next try.
-func (f *follower) takeLease(ctx context.Context, ls *lease) (took, ok bool) {
+func (f *follower) takeLease(ctx context.Context, ls *lease.Lease) (took, ok bool) {
 	fs, o := f.fs, f.fs.opts
 	f.sweep = nil
 	if !f.enabled(ctx) {
@@ -304,7 +306,7 @@ func (f *follower) takeLease(ctx context.Context, ls *lease) (took, ok bool) {
 		}
 		return false, true
 	}
-	if err := ls.take(ctx); err != nil {
+	if err := ls.Take(ctx); err != nil {
 		fs.share.unreserve()
 		if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 			fs.logger.Warn("tracker follower could not take its lease", "binding", f.b.Name(), "err", err)
@@ -346,7 +348,7 @@ func nextWake(nextRenew, nextPoll, debounceAt, waitUntil time.Time) time.Time {
 // lease that lapsed under it would go to another replica mid-read. A
 // renewal that fails ends the poll (ADR-0015: "a lease is never held with
 // nothing relayed"), and the lease is no longer held when it answers.
-func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.Time, announced bool) (time.Duration, error) {
+func (f *follower) pollHolding(ctx context.Context, ls *lease.Lease, nextRenew *time.Time, announced bool) (time.Duration, error) {
 	fs := f.fs
 	pctx, cancel := context.WithCancel(ctx)
 	renewed := make(chan struct{})
@@ -358,7 +360,7 @@ func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.T
 				return
 			case <-fs.clock.After(nextRenew.Sub(fs.clock.Now())):
 			}
-			if err := ls.renew(ctx); err != nil {
+			if err := ls.Renew(ctx); err != nil {
 				if ctx.Err() == nil {
 					fs.logger.Info("tracker follower lost its lease during a poll", "binding", f.b.Name(), "holder", fs.holder, "err", err)
 				}
@@ -371,7 +373,7 @@ func (f *follower) pollHolding(ctx context.Context, ls *lease, nextRenew *time.T
 	wait, err := f.poll(pctx, announced)
 	cancel()
 	<-renewed
-	if !ls.held() {
+	if !ls.Held() {
 		return 0, nil
 	}
 	return wait, err

@@ -27,8 +27,10 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/integrations"
+	"github.com/relayr-go/relayr/core/lease"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -53,7 +55,7 @@ type Config struct {
 	// Projections maps a bound workspace ("<tenant>/<workspace>") to its
 	// projection. A workspace without one publishes the tracker: events as
 	// they are.
-	Projections map[string]Projection
+	Projections map[string]deliver.Projection
 	Options     Options
 }
 
@@ -69,7 +71,7 @@ type Followers struct {
 	m      metrics.Metrics
 	logger *slog.Logger
 	holder string
-	projs  map[string]Projection
+	projs  map[string]deliver.Projection
 	opts   Options
 
 	// phases are each binding's place in its key's interval, in [0, 1):
@@ -114,7 +116,7 @@ func New(c Config) *Followers {
 		fs.logger = slog.Default()
 	}
 	if fs.holder == "" {
-		fs.holder = newHolder()
+		fs.holder = lease.NewHolder()
 	}
 	// Every binding's polls are reckoned in its key's budget, which
 	// stretches them where the key has more than it can poll once an
@@ -350,11 +352,11 @@ func (fs *Followers) PollOnce(ctx context.Context, tenant, workspace string) err
 	if !f.enabled(ctx) {
 		return ErrSwitchedOff
 	}
-	ls := &lease{ledger: fs.ledger, clock: fs.clock, f: f.id, holder: fs.holder, ttl: fs.opts.LeaseTTL}
-	if err := ls.take(ctx); err != nil {
+	ls := &lease.Lease{Ledger: fs.ledger, Clock: fs.clock, Follower: f.id, Holder: fs.holder, TTL: fs.opts.LeaseTTL}
+	if err := ls.Take(ctx); err != nil {
 		return err
 	}
-	defer ls.release(ctx)
+	defer ls.Release(ctx)
 	if err := f.read(ctx, &pollRun{use: accessFloor}); err != nil && !errors.Is(err, errOutOfBudget) {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
@@ -40,9 +41,9 @@ type env struct {
 	t      *testing.T
 	fake   *faketracker.Tracker
 	rec    *recorder
-	led    *faultLedger
+	led    *coretest.FaultLedger
 	mem    *memledger.Ledger
-	log    *faultLog
+	log    *coretest.FaultLog
 	conns  *binding.Connections
 	sw     *integrations.Switches
 	m      *metrics.Memory
@@ -78,8 +79,8 @@ func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t 
 func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
 func withOptions(o follow.Options) option { return func(e *env) { e.cfg.Options = o } }
 func withLogger(l *slog.Logger) option    { return func(e *env) { e.logger = l } }
-func withProjection(p follow.Projection) option {
-	return func(e *env) { e.cfg.Projections = map[string]follow.Projection{tenant + "/" + workspace: p} }
+func withProjection(p deliver.Projection) option {
+	return func(e *env) { e.cfg.Projections = map[string]deliver.Projection{tenant + "/" + workspace: p} }
 }
 
 func newEnv(t *testing.T, opts ...option) *env {
@@ -95,8 +96,8 @@ func newEnv(t *testing.T, opts ...option) *env {
 	}
 	e.rec = &recorder{Tracker: e.fake}
 	e.b.Connector = coretest.Connector{Driver: e.rec}
-	e.led = &faultLedger{Ledger: e.mem}
-	e.log = &faultLog{Log: e.mem}
+	e.led = &coretest.FaultLedger{Ledger: e.mem}
+	e.log = &coretest.FaultLog{Log: e.mem}
 	e.conns = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, e.b)
 	e.w = writes.New(writes.Config{Ledger: e.led, Log: e.log, Connections: e.conns, Integrations: e.sw, Budget: e.bud, Metrics: e.m})
 	e.cfg.Ledger, e.cfg.Log, e.cfg.Connections = e.led, e.log, e.conns
@@ -293,138 +294,6 @@ func (r *recorder) sweeps() []query {
 		}
 	}
 	return out
-}
-
-// faultLedger fails chosen calls: every lease call of one holder, or the
-// next snapshot saves.
-type faultLedger struct {
-	ledger.Ledger
-	mu            sync.Mutex
-	failHolder    string
-	hangHolder    string
-	failSnapshots int
-	failCursorAt  int64
-}
-
-// failCursorOnce fails the next save of a log cursor at seq.
-func (l *faultLedger) failCursorOnce(seq int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failCursorAt = seq
-}
-
-func (l *faultLedger) SaveCursor(ctx context.Context, f ledger.Follower, c ledger.Cursor) error {
-	l.mu.Lock()
-	fail := l.failCursorAt != 0 && c.Seq == l.failCursorAt
-	if fail {
-		l.failCursorAt = 0
-	}
-	l.mu.Unlock()
-	if fail {
-		return ledger.ErrUnavailable
-	}
-	return l.Ledger.SaveCursor(ctx, f, c)
-}
-
-func (l *faultLedger) setFailHolder(h string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failHolder = h
-}
-
-func (l *faultLedger) failNextSnapshots(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failSnapshots = n
-}
-
-func (l *faultLedger) holderFails(h string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return h != "" && h == l.failHolder
-}
-
-func (l *faultLedger) TakeLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if l.holderFails(p.Holder) {
-		return ledger.Lease{}, ledger.ErrUnavailable
-	}
-	if l.holderHangs(p.Holder) {
-		<-ctx.Done()
-		return ledger.Lease{}, ctx.Err()
-	}
-	return l.Ledger.TakeLease(ctx, p)
-}
-
-func (l *faultLedger) holderHangs(h string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return h != "" && h == l.hangHolder
-}
-
-// setHangHolder makes the holder's takes and renewals hang until their
-// context ends, as over a connection that hangs rather than fails.
-func (l *faultLedger) setHangHolder(h string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.hangHolder = h
-}
-
-func (l *faultLedger) RenewLease(ctx context.Context, p ledger.LeaseParams) (ledger.Lease, error) {
-	if l.holderFails(p.Holder) {
-		return ledger.Lease{}, ledger.ErrUnavailable
-	}
-	if l.holderHangs(p.Holder) {
-		<-ctx.Done()
-		return ledger.Lease{}, ctx.Err()
-	}
-	return l.Ledger.RenewLease(ctx, p)
-}
-
-func (l *faultLedger) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) error {
-	l.mu.Lock()
-	fail := l.failSnapshots > 0
-	if fail {
-		l.failSnapshots--
-	}
-	l.mu.Unlock()
-	if fail {
-		return ledger.ErrUnavailable
-	}
-	return l.Ledger.SaveSnapshots(ctx, rows)
-}
-
-// faultLog fails appends or reads on demand.
-type faultLog struct {
-	eventlog.Log
-	mu         sync.Mutex
-	failAppend error
-	failRead   error
-}
-
-func (l *faultLog) set(appendErr, readErr error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failAppend, l.failRead = appendErr, readErr
-}
-
-func (l *faultLog) Append(ctx context.Context, p eventlog.AppendParams) (int64, bool, error) {
-	l.mu.Lock()
-	err := l.failAppend
-	l.mu.Unlock()
-	if err != nil {
-		return 0, false, err
-	}
-	return l.Log.Append(ctx, p)
-}
-
-func (l *faultLog) Read(ctx context.Context, tenant, workspace string, after int64, limit int) ([]eventlog.Event, error) {
-	l.mu.Lock()
-	err := l.failRead
-	l.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return l.Log.Read(ctx, tenant, workspace, after, limit)
 }
 
 var errDisk = errors.New("disk on fire")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/budget"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -959,7 +960,7 @@ func (r *reader) labels() metrics.Labels {
 // publish publishes one event through the workspace's projection.
 func (r *reader) publish(ctx context.Context, e eventlog.Event) error {
 	fs := r.f.fs
-	out, dead := project(r.f.proj, e, fs.opts.Reserved)
+	out, dead := deliver.Project(r.f.proj, e, fs.opts.Reserved)
 	if dead != "" {
 		raw, _ := json.Marshal(e)
 		// Dead letters are kept once per event id (ADR-0036).

@@ -520,7 +520,7 @@ func pageReadAgain(t *testing.T) {
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
 		t.Fatal(err)
 	}
-	e.led.failNextSnapshots(1)
+	e.led.FailNextSnapshots(1)
 	e.poll() // publishes, then fails to save: the page is read again
 	e.wantEvents(1)
 	e.poll()
@@ -770,7 +770,7 @@ func oneHolder(t *testing.T) {
 func lostLeaseStopsReading(t *testing.T) {
 	e := newEnv(t)
 	e.start()
-	e.led.setFailHolder("replica-a") // a's renewals fail from now on
+	e.led.SetFailHolder("replica-a") // a's renewals fail from now on
 	a := e.person("A")
 	fs2, rec2 := e.second("replica-b")
 	e.after(time.Second)
@@ -782,7 +782,7 @@ func lostLeaseStopsReading(t *testing.T) {
 	if len(rec2.first()) == 0 {
 		t.Fatal("replica b never took the lapsed lease")
 	}
-	e.led.setFailHolder("")
+	e.led.SetFailHolder("")
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
 		t.Fatal(err)
 	}
@@ -802,12 +802,12 @@ func hungRenewalLosesTheLease(t *testing.T) {
 	if n := len(e.fs.Local()); n != 1 {
 		t.Fatalf("%d bindings held, want the one", n)
 	}
-	e.led.setHangHolder("replica-a")
+	e.led.SetHangHolder("replica-a")
 	e.after(time.Minute)
 	if n := len(e.fs.Local()); n != 0 {
 		t.Fatalf("replica a still holds %d bindings a minute into renewals that never answered", n)
 	}
-	e.led.setHangHolder("")
+	e.led.SetHangHolder("")
 	e.after(time.Minute)
 	if n := len(e.fs.Local()); n != 1 {
 		t.Fatalf("%d bindings held once the ledger answered again, want the one retaken", n)
@@ -1072,7 +1072,7 @@ func projectionErrorDeadLetters(t *testing.T) {
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
 		t.Fatal(err)
 	}
-	e.led.failNextSnapshots(1) // the page is read again
+	e.led.FailNextSnapshots(1) // the page is read again
 	e.poll()
 	e.poll()
 	dl, err := e.mem.DeadLetters(ctx, trackerFollower)
@@ -1116,7 +1116,7 @@ func refusedPublishStops(t *testing.T) {
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
 		t.Fatal(err)
 	}
-	e.log.set(errDisk, nil)
+	e.log.Fail(errDisk, nil)
 	e.poll()
 	if err := e.fs.Stopped(tenant, workspace); !errors.Is(err, follow.ErrStopped) || !errors.Is(err, errDisk) {
 		t.Fatalf("Stopped: %v, want a stop for the refused publish", err)
@@ -1129,7 +1129,7 @@ func refusedPublishStops(t *testing.T) {
 	if len(e.rec.first()) != polls {
 		t.Fatal("a stopped follower went on polling")
 	}
-	e.log.set(nil, nil)
+	e.log.Fail(nil, nil)
 	if err := e.fs.Open(ctx, tenant, workspace); err != nil {
 		t.Fatal(err)
 	}
@@ -1275,7 +1275,7 @@ func changeReadAgainAfterMove(t *testing.T) {
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A, renamed"); err != nil {
 		t.Fatal(err)
 	}
-	e.led.failNextSnapshots(1) // publishes, then dies before the snapshots
+	e.led.FailNextSnapshots(1) // publishes, then dies before the snapshots
 	e.poll()
 	if n := len(e.events()); n != 1 {
 		t.Fatalf("%d events after the first read, want the change once", n)
@@ -1372,12 +1372,12 @@ func reopenedAfter(t *testing.T) {
 	if err := e.fake.Retitle(ctx, a.Ref.ID, "A2"); err != nil {
 		t.Fatal(err)
 	}
-	e.log.set(errDisk, nil)
+	e.log.Fail(errDisk, nil)
 	e.poll()
 	if err := e.fs.Stopped(tenant, workspace); !errors.Is(err, follow.ErrStopped) {
 		t.Fatalf("Stopped: %v, want a stop", err)
 	}
-	e.log.set(nil, nil) // the disk is back
+	e.log.Fail(nil, nil) // the disk is back
 	e.after(30 * time.Second)
 	e.wantEvents(0) // still stopped: ReopenAfter has not passed
 	e.after(31 * time.Second)

@@ -32,6 +32,7 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/integrations"
@@ -56,7 +57,7 @@ type App struct {
 	Conns     *binding.Connections
 	Writer    *writes.Writer
 	Followers *follow.Followers
-	Delivery  *follow.LogFollowers
+	Delivery  *deliver.Followers
 	API       *httpapi.API
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
@@ -67,7 +68,7 @@ type App struct {
 	// sinks are the subscriptions' sinks by "<tenant>/<workspace>/<name>",
 	// built once (sinkFor) for the followers Start resumes and those Run
 	// follows.
-	sinks map[string]follow.Sink
+	sinks map[string]deliver.Sink
 }
 
 // Options are what the caller adds to a configuration: the clock, the
@@ -232,7 +233,7 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 	reg.MustRegister(&gauges{fs: fs, bud: bud})
 	a := &App{
 		Config: c, Store: store, Log: log, Conns: conns, Writer: w, Followers: fs, Registry: reg, Logger: o.Logger,
-		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, sinks: map[string]follow.Sink{},
+		clock: o.Clock, closeDB: closeDB, subs: c.Subscriptions, sinks: map[string]deliver.Sink{},
 	}
 	getenv := o.Getenv
 	if getenv == nil {
@@ -247,13 +248,14 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 		a.Close()
 		return nil, err
 	}
-	a.Delivery = follow.NewLogFollowers(follow.LogConfig{
-		Ledger: store, Log: log, Clock: o.Clock, Metrics: m, Logger: o.Logger, Holder: holder, Options: fopts,
-		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
+	a.Delivery = deliver.New(deliver.Config{
+		Ledger: store, Log: log, Clock: o.Clock, Metrics: m, Logger: o.Logger, Holder: holder,
+		Options: deliver.Options{LeaseTTL: fopts.LeaseTTL, ReopenAfter: fopts.ReopenAfter},
+		Subscriptions: func(_ context.Context, f ledger.Follower) (deliver.Subscription, error) {
 			if sink, ok := a.sinks[subKey(f.Tenant, f.Workspace, f.Name)]; ok {
-				return follow.Subscription{Sink: sink}, nil
+				return deliver.Subscription{Sink: sink}, nil
 			}
-			return follow.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
+			return deliver.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
 		},
 	})
 	a.API = httpapi.New(httpapi.Config{
@@ -292,12 +294,11 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	}
 	for _, sub := range a.subs {
 		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: sub.Tenant, Workspace: sub.Workspace, Name: sub.Name}
-		if err := a.Delivery.Follow(runCtx, f, follow.Subscription{Sink: a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)]}); err != nil {
+		if err := a.Delivery.Follow(runCtx, f, deliver.Subscription{Sink: a.sinks[subKey(sub.Tenant, sub.Workspace, sub.Name)]}); err != nil {
 			a.Logger.Error("delivery", "subscription", sub.Name, "err", err)
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { a.notifyDelivery(runCtx) })
 
 	srv := httpapi.NewServer(ln.Addr().String(), a.API)
 	fresh := &freshConns{conns: map[net.Conn]bool{}}
@@ -396,41 +397,15 @@ func (l *closeOnce) Close() error {
 	return l.err
 }
 
-// notifyDelivery wakes the delivery followers of a workspace when its log
-// grows in this process.
-func (a *App) notifyDelivery(ctx context.Context) {
-	seen := map[string]bool{}
-	var wg sync.WaitGroup
-	for _, sub := range a.subs {
-		k := sub.Tenant + "/" + sub.Workspace
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		wg.Go(func() {
-			for {
-				ch := a.Log.Changed(sub.Tenant, sub.Workspace)
-				select {
-				case <-ch:
-					a.Delivery.Notify(sub.Tenant, sub.Workspace)
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // resolver replays and skips dead letters for the operator's page: a log
 // follower's replay goes to its subscription's sink, a tracker follower's
 // into its workspace's log, each under the event's own id.
-func (a *App) resolver(log eventlog.Log, o Options) *follow.Resolver {
-	return &follow.Resolver{
+func (a *App) resolver(log eventlog.Log, o Options) *deliver.Resolver {
+	return &deliver.Resolver{
 		Ledger: a.Store, Clock: o.Clock, Logger: o.Logger,
-		Sink: func(f ledger.Follower) (follow.Sink, error) {
+		Sink: func(f ledger.Follower) (deliver.Sink, error) {
 			if f.Kind == ledger.TrackerFollower {
-				return follow.LogSink{Log: log, Publisher: eventlog.TrackerPublisher}, nil
+				return deliver.LogSink{Log: log, Publisher: eventlog.TrackerPublisher}, nil
 			}
 			if sink, ok := a.sinks[subKey(f.Tenant, f.Workspace, f.Name)]; ok {
 				return sink, nil
@@ -456,11 +431,11 @@ func subKey(tenant, workspace, name string) string { return tenant + "/" + works
 // POST per event to a URL, or a publish per event into a JetStream stream.
 // lease is the followers' lease, the shortest duplicate window a stream may
 // keep.
-func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.Duration, holder string, getenv func(string) string) follow.Sink {
+func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.Duration, holder string, getenv func(string) string) deliver.Sink {
 	key := subKey(sub.Tenant, sub.Workspace, sub.Name)
 	if n := sub.NATS; n != nil {
 		cr := s.NATS[key]
-		var sink follow.Sink = natsjs.NewSink(NATSTarget(sub, cr, lease, holder), natsjs.SinkOptions{Logger: o.Logger})
+		var sink deliver.Sink = natsjs.NewSink(NATSTarget(sub, cr, lease, holder), natsjs.SinkOptions{Logger: o.Logger})
 		return withTestHold(sink, getenv)
 	}
 	// Delivery follows no redirect: a 3xx is a failure, retried from the

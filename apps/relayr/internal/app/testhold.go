@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/relayr-go/relayr/adapters/natsjs"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 )
 
 // HoldAfterAckEnv names a count of events: a test's hook, honoured only
@@ -24,12 +24,12 @@ const HoldAfterAckEnv = "RELAYR_TEST_HOLD_AFTER_ACK"
 const HoldLine = "relayr-test: holding after ack"
 
 // withTestHold wraps sink in the hook when HoldAfterAckEnv is set.
-func withTestHold(sink follow.Sink, getenv func(string) string) follow.Sink {
+func withTestHold(sink deliver.Sink, getenv func(string) string) deliver.Sink {
 	n, err := strconv.Atoi(getenv(HoldAfterAckEnv))
 	if err != nil || n < 1 {
 		return sink
 	}
-	b, ok := sink.(follow.BatchSink)
+	b, ok := sink.(deliver.BatchSink)
 	if !ok {
 		return sink
 	}
@@ -37,7 +37,7 @@ func withTestHold(sink follow.Sink, getenv func(string) string) follow.Sink {
 }
 
 // unwrapNATS answers the NATS sink under the hook, if any.
-func unwrapNATS(sink follow.Sink) (*natsjs.Sink, bool) {
+func unwrapNATS(sink deliver.Sink) (*natsjs.Sink, bool) {
 	if h, ok := sink.(*holdAfterAck); ok {
 		sink = h.BatchSink
 	}
@@ -46,14 +46,14 @@ func unwrapNATS(sink follow.Sink) (*natsjs.Sink, bool) {
 }
 
 type holdAfterAck struct {
-	follow.BatchSink
+	deliver.BatchSink
 	after int
 
 	mu    sync.Mutex
 	acked int
 }
 
-// Publish implements follow.Sink.
+// Publish implements deliver.Sink.
 func (h *holdAfterAck) Publish(ctx context.Context, e eventlog.Event) error {
 	_, err := h.PublishBatch(ctx, []eventlog.Event{e})
 	return err

@@ -18,6 +18,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/natsjs/natstest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -91,7 +92,7 @@ func BenchmarkNATS(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				targets := natsTargets(b, js, subs)
-				lf := follow.NewLogFollowers(follow.LogConfig{Ledger: led, Log: led, Logger: slog.New(slog.DiscardHandler)})
+				lf := deliver.New(deliver.Config{Ledger: led, Log: led, Logger: slog.New(slog.DiscardHandler)})
 				var fs []ledger.Follower
 				var sinks []*natsjs.Sink
 				natsRound++
@@ -106,7 +107,7 @@ func BenchmarkNATS(b *testing.B) {
 				b.StartTimer()
 				start := time.Now()
 				for i, f := range fs {
-					if err := lf.Follow(b.Context(), f, follow.Subscription{Sink: sinks[i]}); err != nil {
+					if err := lf.Follow(b.Context(), f, deliver.Subscription{Sink: sinks[i]}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -233,9 +234,9 @@ func BenchmarkNATSLatency(b *testing.B) {
 	tg := natsTargets(b, js, 1)[0]
 	s := &acked{Sink: natsjs.NewSink(tg, natsjs.SinkOptions{}), ch: make(chan time.Time, 1)}
 	b.Cleanup(s.Close)
-	lf := follow.NewLogFollowers(follow.LogConfig{Ledger: led, Log: led, Logger: slog.New(slog.DiscardHandler)})
+	lf := deliver.New(deliver.Config{Ledger: led, Log: led, Logger: slog.New(slog.DiscardHandler)})
 	b.Cleanup(lf.Stop)
-	if err := lf.Follow(b.Context(), ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "latency"}, follow.Subscription{Sink: s}); err != nil {
+	if err := lf.Follow(b.Context(), ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "latency"}, deliver.Subscription{Sink: s}); err != nil {
 		b.Fatal(err)
 	}
 	var lat []time.Duration

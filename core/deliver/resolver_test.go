@@ -1,4 +1,4 @@
-package follow_test
+package deliver_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 )
@@ -37,7 +37,7 @@ func (s *idSink) Publish(_ context.Context, e eventlog.Event) error {
 	return nil
 }
 
-func replaySetup(t *testing.T) (*memledger.Ledger, *idSink, *follow.Resolver, ledger.Follower) {
+func replaySetup(t *testing.T) (*memledger.Ledger, *idSink, *deliver.Resolver, ledger.Follower) {
 	t.Helper()
 	l := memledger.New()
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "rules"}
@@ -46,9 +46,9 @@ func replaySetup(t *testing.T) (*memledger.Ledger, *idSink, *follow.Resolver, le
 		t.Fatal(err)
 	}
 	sink := &idSink{}
-	rv := &follow.Resolver{
+	rv := &deliver.Resolver{
 		Ledger: l, Clock: clock.NewFake(time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)),
-		Sink: func(ledger.Follower) (follow.Sink, error) { return sink, nil },
+		Sink: func(ledger.Follower) (deliver.Sink, error) { return sink, nil },
 	}
 	return l, sink, rv, f
 }
@@ -112,7 +112,7 @@ func TestSkipPublishesNothing(t *testing.T) {
 
 func TestAFailedReplayRecordsNothing(t *testing.T) {
 	l, sink, rv, f := replaySetup(t)
-	sink.fail = follow.Retry("unreachable", errors.New("connection refused"))
+	sink.fail = deliver.Retry("unreachable", errors.New("connection refused"))
 	if _, changed, err := rv.Resolve(t.Context(), f, "3", ledger.Replayed); err == nil || changed {
 		t.Fatalf("a refused replay answered %v, changed %v", err, changed)
 	}
@@ -134,7 +134,7 @@ func TestResolvingAMissingOrUnreadableDeadLetter(t *testing.T) {
 	if _, err := l.DeadLetter(t.Context(), ledger.DeadLetter{Follower: f, ID: "4", Seq: 4, Event: []byte("not json"), Reason: "x", At: time.Unix(1, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := rv.Resolve(t.Context(), f, "4", ledger.Replayed); !errors.Is(err, follow.ErrUnreadable) {
+	if _, _, err := rv.Resolve(t.Context(), f, "4", ledger.Replayed); !errors.Is(err, deliver.ErrUnreadable) {
 		t.Fatalf("an unreadable event: %v", err)
 	}
 	if _, _, err := rv.Resolve(t.Context(), f, "4", "forget"); !errors.Is(err, ledger.ErrInvalid) {

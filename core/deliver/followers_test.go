@@ -1,4 +1,4 @@
-package follow_test
+package deliver_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/relayr-go/relayr/core/coretest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/metrics"
@@ -61,32 +62,32 @@ func (s *sink) setFail(fn func(eventlog.Event) error) {
 type logEnv struct {
 	t   *testing.T
 	mem *memledger.Ledger
-	led *faultLedger
-	log *faultLog
+	led *coretest.FaultLedger
+	log *coretest.FaultLog
 	m   *metrics.Memory
-	sub follow.Subscription
-	lf  *follow.LogFollowers
+	sub deliver.Subscription
+	lf  *deliver.Followers
 	f   ledger.Follower
 }
 
-func newLogEnv(t *testing.T, sub follow.Subscription, holder string) *logEnv {
+func newLogEnv(t *testing.T, sub deliver.Subscription, holder string) *logEnv {
 	mem := memledger.New()
-	e := &logEnv{t: t, mem: mem, led: &faultLedger{Ledger: mem}, log: &faultLog{Log: mem}, m: metrics.NewMemory(), sub: sub,
+	e := &logEnv{t: t, mem: mem, led: &coretest.FaultLedger{Ledger: mem}, log: &coretest.FaultLog{Log: mem}, m: metrics.NewMemory(), sub: sub,
 		f: ledger.Follower{Kind: ledger.LogFollower, Tenant: tenant, Workspace: workspace, Name: "sub-1"}}
 	e.lf = e.followers(holder, sub)
 	return e
 }
 
-func (e *logEnv) followers(holder string, sub follow.Subscription, opts ...follow.Options) *follow.LogFollowers {
-	var o follow.Options
+func (e *logEnv) followers(holder string, sub deliver.Subscription, opts ...deliver.Options) *deliver.Followers {
+	var o deliver.Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	lf := follow.NewLogFollowers(follow.LogConfig{
+	lf := deliver.New(deliver.Config{
 		Ledger: e.led, Log: e.log, Metrics: e.m, Logger: slog.New(slog.DiscardHandler), Holder: holder, Options: o,
-		Subscriptions: func(_ context.Context, f ledger.Follower) (follow.Subscription, error) {
+		Subscriptions: func(_ context.Context, f ledger.Follower) (deliver.Subscription, error) {
 			if f.Name == "unknown" {
-				return follow.Subscription{}, errors.New("no such subscription")
+				return deliver.Subscription{}, errors.New("no such subscription")
 			}
 			return sub, nil
 		},
@@ -162,7 +163,7 @@ func TestLogFollower(t *testing.T) {
 
 func logPublishesInOrder(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	ids := e.appendN(5, "app:thing")
 	e.follow()
 	if got := s.got(); !slices.Equal(got, ids) {
@@ -180,7 +181,7 @@ func logPublishesInOrder(t *testing.T) {
 
 func logProjectionSelects(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
+	e := newLogEnv(t, deliver.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
 		if ev.Seq%2 == 1 {
 			return nil, nil
 		}
@@ -199,7 +200,7 @@ func logProjectionSelects(t *testing.T) {
 
 func logDeadLettersOnce(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
+	e := newLogEnv(t, deliver.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
 		switch ev.Seq {
 		case 2:
 			return nil, errors.New("cannot map")
@@ -209,9 +210,9 @@ func logDeadLettersOnce(t *testing.T) {
 		return &ev, nil
 	}}, "a")
 	e.appendN(4, "app:thing")
-	e.led.failCursorOnce(2) // the cursor after the first dead letter: a stop, and seq 2 is read again
+	e.led.FailCursorOnce(2) // the cursor after the first dead letter: a stop, and seq 2 is read again
 	e.follow()
-	if !errors.Is(e.lf.Stopped(e.f), follow.ErrStopped) {
+	if !errors.Is(e.lf.Stopped(e.f), deliver.ErrStopped) {
 		t.Fatalf("Stopped: %v, want a stop for the storage failure", e.lf.Stopped(e.f))
 	}
 	if err := e.lf.Follow(context.Background(), e.f, e.sub); err != nil {
@@ -241,10 +242,10 @@ func logRefusedPublishStops(t *testing.T) {
 		}
 		return nil
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(5, "app:thing")
 	e.follow()
-	if !errors.Is(e.lf.Stopped(e.f), follow.ErrStopped) || e.m.Get(metrics.FollowersStopped) != 1 {
+	if !errors.Is(e.lf.Stopped(e.f), deliver.ErrStopped) || e.m.Get(metrics.FollowersStopped) != 1 {
 		t.Fatalf("Stopped %v, counted %v; want a stop", e.lf.Stopped(e.f), e.m.Get(metrics.FollowersStopped))
 	}
 	if dl, _ := e.mem.DeadLetters(context.Background(), e.f); len(dl) != 0 || e.cursor() != 2 {
@@ -266,16 +267,16 @@ func logUnknownTypeStops(t *testing.T) {
 	s := newSink()
 	s.setFail(func(ev eventlog.Event) error {
 		if ev.Type == "app:other" {
-			return fmt.Errorf("%w: app:other", follow.ErrUnknownType)
+			return fmt.Errorf("%w: app:other", deliver.ErrUnknownType)
 		}
 		return nil
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(1, "app:thing")
 	e.appendN(1, "app:other")
 	e.appendN(1, "app:thing")
 	e.follow()
-	if err := e.lf.Stopped(e.f); !errors.Is(err, follow.ErrUnknownType) {
+	if err := e.lf.Stopped(e.f); !errors.Is(err, deliver.ErrUnknownType) {
 		t.Fatalf("Stopped %v, want a stop for the type", err)
 	}
 	if dl, _ := e.mem.DeadLetters(context.Background(), e.f); len(dl) != 0 || len(s.got()) != 1 {
@@ -285,9 +286,9 @@ func logUnknownTypeStops(t *testing.T) {
 
 func logStorageFailureStops(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(2, "app:thing")
-	e.log.set(nil, errDisk)
+	e.log.Fail(nil, errDisk)
 	e.follow()
 	if err := e.lf.Stopped(e.f); !errors.Is(err, errDisk) {
 		t.Fatalf("Stopped %v, want a stop for the failing log", err)
@@ -296,7 +297,7 @@ func logStorageFailureStops(t *testing.T) {
 
 func logQuietCursor(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
+	e := newLogEnv(t, deliver.Subscription{Sink: s, Projection: func(ev eventlog.Event) (*eventlog.Event, error) {
 		if ev.Type == "app:wanted" {
 			return &ev, nil
 		}
@@ -316,7 +317,7 @@ func logQuietCursor(t *testing.T) {
 
 func logResumes(t *testing.T) {
 	s := newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	other := e.f
 	other.Name = "sub-2"
 	unknown := e.f
@@ -334,7 +335,7 @@ func logResumes(t *testing.T) {
 	calls := s.calls
 	ids := e.appendN(2, "app:thing")
 	s2 := newSink()
-	lf2 := e.followers("b", follow.Subscription{Sink: s2})
+	lf2 := e.followers("b", deliver.Subscription{Sink: s2})
 	if err := lf2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -348,12 +349,12 @@ func logResumes(t *testing.T) {
 
 func logLostRenewal(t *testing.T) {
 	sa, sb := newSink(), newSink()
-	e := newLogEnv(t, follow.Subscription{Sink: sa}, "a")
-	lfB := e.followers("b", follow.Subscription{Sink: sb})
+	e := newLogEnv(t, deliver.Subscription{Sink: sa}, "a")
+	lfB := e.followers("b", deliver.Subscription{Sink: sb})
 	ids := e.appendN(3, "app:thing")
 	e.follow()
-	e.led.setFailHolder("a")
-	if err := lfB.Follow(context.Background(), e.f, follow.Subscription{Sink: sb}); err != nil {
+	e.led.SetFailHolder("a")
+	if err := lfB.Follow(context.Background(), e.f, deliver.Subscription{Sink: sb}); err != nil {
 		t.Fatal(err)
 	}
 	e.wait(11 * time.Second) // a's renewal failed at 10 s
@@ -370,10 +371,10 @@ func logLostRenewal(t *testing.T) {
 func logNotify(t *testing.T) {
 	s := newSink()
 	mem := memledger.New()
-	lf := follow.NewLogFollowers(follow.LogConfig{Ledger: mem, Log: mem, Logger: slog.New(slog.DiscardHandler), Options: follow.Options{LogPollEvery: time.Hour}})
+	lf := deliver.New(deliver.Config{Ledger: mem, Log: mem, Logger: slog.New(slog.DiscardHandler), Options: deliver.Options{PollEvery: time.Hour}})
 	t.Cleanup(lf.Stop)
 	f := ledger.Follower{Kind: ledger.LogFollower, Tenant: tenant, Workspace: workspace, Name: "sub"}
-	if err := lf.Follow(context.Background(), f, follow.Subscription{Sink: s}); err != nil {
+	if err := lf.Follow(context.Background(), f, deliver.Subscription{Sink: s}); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait()
@@ -396,11 +397,11 @@ func logReopenedAfter(t *testing.T) {
 		}
 		return nil
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
-	e.lf = e.followers("a", e.sub, follow.Options{ReopenAfter: time.Minute})
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
+	e.lf = e.followers("a", e.sub, deliver.Options{ReopenAfter: time.Minute})
 	e.appendN(5, "app:thing")
 	e.follow()
-	if !errors.Is(e.lf.Stopped(e.f), follow.ErrStopped) {
+	if !errors.Is(e.lf.Stopped(e.f), deliver.ErrStopped) {
 		t.Fatalf("Stopped %v, want a stop", e.lf.Stopped(e.f))
 	}
 	s.setFail(nil)
@@ -412,4 +413,32 @@ func logReopenedAfter(t *testing.T) {
 	if len(s.got()) != 5 || e.lf.Stopped(e.f) != nil {
 		t.Fatalf("sink got %d after ReopenAfter, stopped %v; want all 5 and running", len(s.got()), e.lf.Stopped(e.f))
 	}
+}
+
+// TestAFollowerWakesAtItsLogsNextAppend: over a log that tells when it
+// grows, a follower waiting for entries delivers an append at once, not a
+// PollEvery later, with nothing calling Notify.
+func TestAFollowerWakesAtItsLogsNextAppend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memledger.New()
+		log := eventlog.NewNotifying(mem)
+		s := newSink()
+		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: tenant, Workspace: workspace, Name: "sub-1"}
+		lf := deliver.New(deliver.Config{Ledger: mem, Log: log, Logger: slog.New(slog.DiscardHandler), Options: deliver.Options{PollEvery: time.Hour}})
+		t.Cleanup(lf.Stop)
+		if err := lf.Follow(t.Context(), f, deliver.Subscription{Sink: s}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the follower read nothing and waits
+		start := time.Now()
+		if _, _, err := log.Append(t.Context(), eventlog.AppendParams{Publisher: "rules", Event: eventlog.Event{
+			ID: "evt_1", Tenant: tenant, Workspace: workspace, Type: "app:thing", Data: json.RawMessage(`{}`), At: start,
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := s.got(); len(got) != 1 || time.Since(start) != 0 {
+			t.Fatalf("delivered %v after %s, want evt_1 at once", got, time.Since(start))
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package follow
+package deliver
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type Resolver struct {
 
 // ErrUnreadable says a dead letter's event is not an event relayr can
 // publish again (its JSON is not an event's).
-var ErrUnreadable = errors.New("follow: the dead letter's event cannot be read")
+var ErrUnreadable = errors.New("deliver: the dead letter's event cannot be read")
 
 // Resolve does r to the follower's dead letter id and answers it as it
 // stands, and whether this call resolved it. A dead letter that does not

@@ -1,4 +1,4 @@
-package follow
+package deliver
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ type Projection func(eventlog.Event) (*eventlog.Event, error)
 
 // project runs p on in. It answers the event to publish (nil for none) or,
 // when the event is to be dead-lettered, why.
-func project(p Projection, in eventlog.Event, reserved []string) (out *eventlog.Event, dead string) {
+func Project(p Projection, in eventlog.Event, reserved []string) (out *eventlog.Event, dead string) {
 	if p == nil {
 		return &in, ""
 	}

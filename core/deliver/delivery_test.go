@@ -1,4 +1,4 @@
-package follow_test
+package deliver_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/relayr-go/relayr/core/coretest"
+	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
-	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 )
@@ -47,16 +48,16 @@ func logRetriesWithBackoff(t *testing.T) {
 		defer mu.Unlock()
 		tries = append(tries, time.Now())
 		if len(tries) <= 3 {
-			return follow.Retry("unreachable", errBrokerDown)
+			return deliver.Retry("unreachable", errBrokerDown)
 		}
 		return nil
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	ids := e.appendN(5, "app:thing")
 	start := time.Now()
 	e.follow()
 	st := e.status()
-	if st.State != follow.LogRetrying || st.Failures != 1 || st.Cursor != 2 || st.Head != 5 ||
+	if st.State != deliver.Retrying || st.Failures != 1 || st.Cursor != 2 || st.Head != 5 ||
 		!strings.Contains(st.LastError, "no servers") || !st.RetryAt.Equal(start.Add(time.Second)) {
 		t.Fatalf("status after the first failure: %+v", st)
 	}
@@ -78,7 +79,7 @@ func logRetriesWithBackoff(t *testing.T) {
 		t.Fatalf("sink got %v, want every entry once in order %v", got, ids)
 	}
 	st = e.status()
-	if st.State != follow.LogRunning || st.Failures != 0 || st.Cursor != 5 || st.LastDelivery.IsZero() || st.LastError == "" {
+	if st.State != deliver.Running || st.Failures != 0 || st.Cursor != 5 || st.LastDelivery.IsZero() || st.LastError == "" {
 		t.Fatalf("status after the sink recovered: %+v", st)
 	}
 	if e.lf.Stopped(e.f) != nil || e.m.Get(metrics.FollowersStopped) != 0 {
@@ -92,14 +93,14 @@ func logRetriesWithBackoff(t *testing.T) {
 func logRetryKeepsLease(t *testing.T) {
 	s := newSink()
 	s.setFail(func(eventlog.Event) error {
-		return follow.Retry("stream_full", errors.New("maximum messages exceeded"))
+		return deliver.Retry("stream_full", errors.New("maximum messages exceeded"))
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(2, "app:thing")
 	e.follow()
 	sb := newSink()
-	lfB := e.followers("b", follow.Subscription{Sink: sb})
-	if err := lfB.Follow(context.Background(), e.f, follow.Subscription{Sink: sb}); err != nil {
+	lfB := e.followers("b", deliver.Subscription{Sink: sb})
+	if err := lfB.Follow(context.Background(), e.f, deliver.Subscription{Sink: sb}); err != nil {
 		t.Fatal(err)
 	}
 	e.wait(10 * time.Minute)
@@ -107,11 +108,11 @@ func logRetryKeepsLease(t *testing.T) {
 		t.Fatal("another holder relayed while the failing follower retried: it let its lease lapse")
 	}
 	st := e.status()
-	if st.State != follow.LogRetrying || st.Failures < 5 {
+	if st.State != deliver.Retrying || st.Failures < 5 {
 		t.Fatalf("status after ten minutes of failures: %+v", st)
 	}
 	bs, err := lfB.Status(context.Background())
-	if err != nil || len(bs) != 1 || bs[0].State != follow.LogWaiting {
+	if err != nil || len(bs) != 1 || bs[0].State != deliver.Waiting {
 		t.Fatalf("the other holder's status %+v %v, want waiting", bs, err)
 	}
 }
@@ -127,7 +128,7 @@ type selfRetrying struct {
 
 func (s *selfRetrying) Publish(ctx context.Context, e eventlog.Event) error {
 	for range s.failures {
-		follow.ReportFailure(ctx, errors.New("subscriber answered 503 Service Unavailable"))
+		deliver.ReportFailure(ctx, errors.New("subscriber answered 503 Service Unavailable"))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -142,11 +143,11 @@ func (s *selfRetrying) Publish(ctx context.Context, e eventlog.Event) error {
 
 func logSinkReportsFailures(t *testing.T) {
 	s := &selfRetrying{failures: 3, wait: time.Minute}
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(1, "app:thing")
 	e.follow()
 	st := e.status()
-	if st.State != follow.LogRetrying || st.Failures != 1 || !strings.Contains(st.LastError, "503") {
+	if st.State != deliver.Retrying || st.Failures != 1 || !strings.Contains(st.LastError, "503") {
 		t.Fatalf("status while the sink retries: %+v", st)
 	}
 	if n := e.m.With(metrics.DeliveryFailures, metrics.Labels{"tenant": tenant, "workspace": workspace, "name": "sub-1", "reason": "failed"}); n != 1 {
@@ -154,8 +155,8 @@ func logSinkReportsFailures(t *testing.T) {
 	}
 	// The sink's call outlasts the lease; the lease is renewed under it.
 	sb := newSink()
-	lfB := e.followers("b", follow.Subscription{Sink: sb})
-	if err := lfB.Follow(context.Background(), e.f, follow.Subscription{Sink: sb}); err != nil {
+	lfB := e.followers("b", deliver.Subscription{Sink: sb})
+	if err := lfB.Follow(context.Background(), e.f, deliver.Subscription{Sink: sb}); err != nil {
 		t.Fatal(err)
 	}
 	e.wait(2*time.Minute + time.Second)
@@ -163,7 +164,7 @@ func logSinkReportsFailures(t *testing.T) {
 		t.Fatalf("status %+v, other holder's calls %d; want three failures and the lease kept", st, sb.calls)
 	}
 	e.wait(time.Minute)
-	if st := e.status(); st.State != follow.LogRunning || st.Failures != 0 || st.Cursor != 1 || len(s.got) != 1 {
+	if st := e.status(); st.State != deliver.Running || st.Failures != 0 || st.Cursor != 1 || len(s.got) != 1 {
 		t.Fatalf("status after the sink took it: %+v", st)
 	}
 }
@@ -179,10 +180,10 @@ func (s *blocking) Publish(ctx context.Context, _ eventlog.Event) error {
 
 func logLeaseLostEndsPublish(t *testing.T) {
 	s := &blocking{ended: make(chan error, 1)}
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(1, "app:thing")
 	e.follow()
-	e.led.setFailHolder("a")
+	e.led.SetFailHolder("a")
 	e.wait(11 * time.Second) // the renewal at 10 s failed
 	select {
 	case err := <-s.ended:
@@ -192,7 +193,7 @@ func logLeaseLostEndsPublish(t *testing.T) {
 	default:
 		t.Fatal("the sink's call went on after the lease was lost")
 	}
-	if st := e.status(); st.State != follow.LogWaiting || e.lf.Stopped(e.f) != nil || st.Cursor != 0 {
+	if st := e.status(); st.State != deliver.Waiting || e.lf.Stopped(e.f) != nil || st.Cursor != 0 {
 		t.Fatalf("status %+v, stopped %v; want waiting for the lease, cursor unmoved", st, e.lf.Stopped(e.f))
 	}
 }
@@ -225,7 +226,7 @@ func (b *batchSink) PublishBatch(ctx context.Context, es []eventlog.Event) (int,
 
 // countingLedger counts cursor saves.
 type countingLedger struct {
-	*faultLedger
+	*coretest.FaultLedger
 	mu    sync.Mutex
 	saves []int64
 }
@@ -234,17 +235,17 @@ func (l *countingLedger) SaveCursor(ctx context.Context, f ledger.Follower, c le
 	l.mu.Lock()
 	l.saves = append(l.saves, c.Seq)
 	l.mu.Unlock()
-	return l.faultLedger.SaveCursor(ctx, f, c)
+	return l.FaultLedger.SaveCursor(ctx, f, c)
 }
 
 func logBatchCursor(t *testing.T) {
 	b := &batchSink{sink: newSink()}
-	e := newLogEnv(t, follow.Subscription{Sink: b}, "a")
-	cl := &countingLedger{faultLedger: e.led}
-	lf := follow.NewLogFollowers(follow.LogConfig{Ledger: cl, Log: e.log, Metrics: e.m, Holder: "a", Options: follow.Options{LogBatch: 100}})
+	e := newLogEnv(t, deliver.Subscription{Sink: b}, "a")
+	cl := &countingLedger{FaultLedger: e.led}
+	lf := deliver.New(deliver.Config{Ledger: cl, Log: e.log, Metrics: e.m, Holder: "a", Options: deliver.Options{Batch: 100}})
 	t.Cleanup(lf.Stop)
 	ids := e.appendN(250, "app:thing")
-	if err := lf.Follow(context.Background(), e.f, follow.Subscription{Sink: b}); err != nil {
+	if err := lf.Follow(context.Background(), e.f, deliver.Subscription{Sink: b}); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait()
@@ -262,11 +263,11 @@ func logBatchPartial(t *testing.T) {
 	b.take = func(es []eventlog.Event) (int, error) {
 		if first {
 			first = false
-			return 3, follow.Retry("timeout", errors.New("timeout waiting for the ack"))
+			return 3, deliver.Retry("timeout", errors.New("timeout waiting for the ack"))
 		}
 		return len(es), nil
 	}
-	e := newLogEnv(t, follow.Subscription{Sink: b}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: b}, "a")
 	ids := e.appendN(5, "app:thing")
 	e.follow()
 	if e.cursor() != 3 || len(b.got()) != 3 {
@@ -286,16 +287,16 @@ func logStatusStopped(t *testing.T) {
 		}
 		return nil
 	})
-	e := newLogEnv(t, follow.Subscription{Sink: s}, "a")
+	e := newLogEnv(t, deliver.Subscription{Sink: s}, "a")
 	e.appendN(3, "app:thing")
 	e.follow()
 	st := e.status()
-	if st.State != follow.LogStopped || !strings.Contains(st.Stopped, "410") || st.Cursor != 1 || st.Head != 3 {
+	if st.State != deliver.Stopped || !strings.Contains(st.Stopped, "410") || st.Cursor != 1 || st.Head != 3 {
 		t.Fatalf("status of a stopped follower: %+v", st)
 	}
 }
 
-func (e *logEnv) status() follow.LogStatus {
+func (e *logEnv) status() deliver.Status {
 	e.t.Helper()
 	all, err := e.lf.Status(context.Background())
 	if err != nil {
@@ -307,5 +308,5 @@ func (e *logEnv) status() follow.LogStatus {
 		}
 	}
 	e.t.Fatalf("no status for %v in %+v", e.f, all)
-	return follow.LogStatus{}
+	return deliver.Status{}
 }

@@ -1,4 +1,4 @@
-package follow
+package deliver
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/lease"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/metrics"
 )
@@ -51,7 +52,7 @@ type BatchSink interface {
 // follower counts it, says why in its status, and publishes again from its
 // cursor after a backoff, holding its lease, skipping nothing. Any other
 // failure stops the follower (ADR-0015).
-var ErrRetry = errors.New("follow: the sink failed for now; retrying")
+var ErrRetry = errors.New("deliver: the sink failed for now; retrying")
 
 // RetryError is a sink's failure that passes, with a short reason for the
 // metrics (unreachable, timeout, stream_full, …). It matches ErrRetry.
@@ -95,7 +96,7 @@ func ReportFailure(ctx context.Context, err error) {
 // ErrUnknownType says the sink does not accept an event's type. A sink answers
 // an error matching it; the follower stops rather than dead-letter it, which
 // would skip every later entry of the type (ADR-0015).
-var ErrUnknownType = errors.New("follow: the sink does not accept this type")
+var ErrUnknownType = errors.New("deliver: the sink does not accept this type")
 
 // LogSink publishes into an event log as Publisher: what bridges one log
 // into another. The log appends an id once, as a Sink must.
@@ -118,10 +119,13 @@ type Subscription struct {
 	Sink       Sink
 }
 
-// LogConfig is what the log followers need.
-type LogConfig struct {
+// Config is what the log followers need.
+type Config struct {
 	Ledger ledger.Followers
-	Log    eventlog.Log
+	// Log is the log the followers relay. One that tells when it grows in
+	// this process (eventlog.Notifying) wakes a waiting follower at its
+	// next append; any other is read again every PollEvery.
+	Log eventlog.Log
 	// Subscriptions answers a followed log's subscription, for the logs
 	// Start resumes; an error leaves that log unfollowed, logged.
 	Subscriptions func(ctx context.Context, f ledger.Follower) (Subscription, error)
@@ -133,10 +137,10 @@ type LogConfig struct {
 	Options Options
 }
 
-// LogFollowers runs one follower per followed log (ADR-0015). It is safe for
+// Followers runs one follower per followed log (ADR-0015). It is safe for
 // concurrent use.
-type LogFollowers struct {
-	c    LogConfig
+type Followers struct {
+	c    Config
 	opts Options
 
 	mu      sync.Mutex
@@ -144,37 +148,37 @@ type LogFollowers struct {
 	cancel  context.CancelFunc
 	running map[ledger.Follower]*logFollower
 	stopped map[ledger.Follower]error
-	states  map[ledger.Follower]*logState
+	states  map[ledger.Follower]*followerState
 	wg      sync.WaitGroup
 }
 
-// LogState is what a log follower is doing.
-type LogState string
+// State is what a log follower is doing.
+type State string
 
 // A log follower's states.
 const (
-	// LogRunning: it holds its lease and relays.
-	LogRunning LogState = "running"
-	// LogWaiting: another holder has its lease (another replica relays),
+	// Running: it holds its lease and relays.
+	Running State = "running"
+	// Waiting: another holder has its lease (another replica relays),
 	// or it is taking it.
-	LogWaiting LogState = "waiting"
-	// LogRetrying: its sink failed for now (ErrRetry, or a sink that
+	Waiting State = "waiting"
+	// Retrying: its sink failed for now (ErrRetry, or a sink that
 	// retries itself reported a failure); it publishes again from its
 	// cursor.
-	LogRetrying LogState = "retrying"
-	// LogStopped: a failure stopped it (ADR-0015); Stopped says which.
-	LogStopped LogState = "stopped"
+	Retrying State = "retrying"
+	// Stopped: a failure stopped it (ADR-0015); Stopped says which.
+	Stopped State = "stopped"
 )
 
-// LogStatus is what an operator sees of one subscription's log follower:
+// Status is what an operator sees of one subscription's log follower:
 // its cursor against its log's head, what it is doing and why. Failures and
 // deliveries are this process's: a replica waiting for the lease knows
 // only the cursor.
-type LogStatus struct {
-	Tenant    string   `json:"tenant"`
-	Workspace string   `json:"workspace"`
-	Name      string   `json:"name"`
-	State     LogState `json:"state"`
+type Status struct {
+	Tenant    string `json:"tenant"`
+	Workspace string `json:"workspace"`
+	Name      string `json:"name"`
+	State     State  `json:"state"`
 	// Cursor is the last sequence saved as delivered (or bridging
 	// nothing); Head the log's last sequence. Head-Cursor is the lag.
 	Cursor int64 `json:"cursor"`
@@ -193,10 +197,10 @@ type LogStatus struct {
 	Stopped string `json:"stopped,omitempty"`
 }
 
-// logState is a follower's status as this process knows it, kept across
+// followerState is a follower's status as this process knows it, kept across
 // its stops and restarts.
-type logState struct {
-	state        LogState
+type followerState struct {
+	state        State
 	lastDelivery time.Time
 	failures     int
 	lastErr      string
@@ -205,9 +209,9 @@ type logState struct {
 	stopped      string
 }
 
-// NewLogFollowers returns log followers; nothing runs before Start or
+// New returns log followers; nothing runs before Start or
 // Follow.
-func NewLogFollowers(c LogConfig) *LogFollowers {
+func New(c Config) *Followers {
 	if c.Clock == nil {
 		c.Clock = clock.System{}
 	}
@@ -218,12 +222,12 @@ func NewLogFollowers(c LogConfig) *LogFollowers {
 		c.Logger = slog.Default()
 	}
 	if c.Holder == "" {
-		c.Holder = newHolder()
+		c.Holder = lease.NewHolder()
 	}
-	return &LogFollowers{c: c, opts: c.Options.withDefaults(), running: map[ledger.Follower]*logFollower{}, stopped: map[ledger.Follower]error{}, states: map[ledger.Follower]*logState{}}
+	return &Followers{c: c, opts: c.Options.withDefaults(), running: map[ledger.Follower]*logFollower{}, stopped: map[ledger.Follower]error{}, states: map[ledger.Follower]*followerState{}}
 }
 
-func (lf *LogFollowers) base(ctx context.Context) context.Context {
+func (lf *Followers) base(ctx context.Context) context.Context {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lf.ctx == nil {
@@ -235,7 +239,7 @@ func (lf *LogFollowers) base(ctx context.Context) context.Context {
 // Start resumes every followed log (ADR-0015: "Ledger.followed() lists the
 // workspaces with a row, which the followers resume at startup"). It
 // answers the ledger's error when the list can't be read.
-func (lf *LogFollowers) Start(ctx context.Context) error {
+func (lf *Followers) Start(ctx context.Context) error {
 	base := lf.base(ctx)
 	followed, err := lf.c.Ledger.Followed(ctx)
 	if err != nil {
@@ -254,7 +258,7 @@ func (lf *LogFollowers) Start(ctx context.Context) error {
 
 // Follow follows a log for a subscription, or again after its follower
 // stopped, from its cursor. It does nothing for a follower that runs.
-func (lf *LogFollowers) Follow(ctx context.Context, f ledger.Follower, sub Subscription) error {
+func (lf *Followers) Follow(ctx context.Context, f ledger.Follower, sub Subscription) error {
 	if err := ledger.CheckFollower(f); err != nil {
 		return err
 	}
@@ -266,7 +270,7 @@ func (lf *LogFollowers) Follow(ctx context.Context, f ledger.Follower, sub Subsc
 	return nil
 }
 
-func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
+func (lf *Followers) start(f ledger.Follower, sub Subscription) {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lf.ctx.Err() != nil {
@@ -278,10 +282,10 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 	delete(lf.stopped, f)
 	st := lf.states[f]
 	if st == nil {
-		st = &logState{}
+		st = &followerState{}
 		lf.states[f] = st
 	}
-	st.state, st.stopped, st.retryAt = LogWaiting, "", time.Time{}
+	st.state, st.stopped, st.retryAt = Waiting, "", time.Time{}
 	x := &logFollower{lf: lf, f: f, sub: sub, wake: make(chan struct{}, 1), st: st}
 	lf.running[f] = x
 	lf.wg.Add(1)
@@ -292,7 +296,7 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 		delete(lf.running, f)
 		if err != nil {
 			lf.stopped[f] = err
-			x.st.state, x.st.stopped, x.st.retryAt = LogStopped, err.Error(), time.Time{}
+			x.st.state, x.st.stopped, x.st.retryAt = Stopped, err.Error(), time.Time{}
 		}
 		lf.mu.Unlock()
 		if err != nil {
@@ -307,7 +311,7 @@ func (lf *LogFollowers) start(f ledger.Follower, sub Subscription) {
 
 // Notify wakes the followers of a workspace's log, which then read at once
 // rather than at their next look (an append just happened).
-func (lf *LogFollowers) Notify(tenant, workspace string) {
+func (lf *Followers) Notify(tenant, workspace string) {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	for f, x := range lf.running {
@@ -321,8 +325,8 @@ func (lf *LogFollowers) Notify(tenant, workspace string) {
 }
 
 // Stop stops every log follower and waits for them; each gives its lease up
-// at once. A stopped LogFollowers starts nothing again.
-func (lf *LogFollowers) Stop() {
+// at once. A stopped Followers starts nothing again.
+func (lf *Followers) Stop() {
 	lf.base(context.Background())
 	lf.mu.Lock()
 	lf.cancel()
@@ -334,18 +338,18 @@ func (lf *LogFollowers) Stop() {
 // stopped, sorted by tenant, workspace and name: its state, its cursor
 // against the log's head, its last delivery and its failures. It answers
 // the ledger's or the log's error when the cursors can't be read.
-func (lf *LogFollowers) Status(ctx context.Context) ([]LogStatus, error) {
+func (lf *Followers) Status(ctx context.Context) ([]Status, error) {
 	lf.mu.Lock()
-	out := make([]LogStatus, 0, len(lf.states))
+	out := make([]Status, 0, len(lf.states))
 	for f, st := range lf.states {
-		out = append(out, LogStatus{
+		out = append(out, Status{
 			Tenant: f.Tenant, Workspace: f.Workspace, Name: f.Name, State: st.state,
 			LastDelivery: st.lastDelivery, Failures: st.failures, LastError: st.lastErr,
 			LastFailure: st.lastFailure, RetryAt: st.retryAt, Stopped: st.stopped,
 		})
 	}
 	lf.mu.Unlock()
-	slices.SortFunc(out, func(a, b LogStatus) int {
+	slices.SortFunc(out, func(a, b Status) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workspace, b.Workspace), cmp.Compare(a.Name, b.Name))
 	})
 	for i := range out {
@@ -365,42 +369,42 @@ func (lf *LogFollowers) Status(ctx context.Context) ([]LogStatus, error) {
 
 // Stopped answers why a log follower stopped (an error matching ErrStopped),
 // or nil when it did not.
-func (lf *LogFollowers) Stopped(f ledger.Follower) error {
+func (lf *Followers) Stopped(f ledger.Follower) error {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	return lf.stopped[f]
 }
 
 type logFollower struct {
-	lf   *LogFollowers
+	lf   *Followers
 	f    ledger.Follower
 	sub  Subscription
 	wake chan struct{}
-	st   *logState // guarded by lf.mu
+	st   *followerState // guarded by lf.mu
 }
 
 // errLeaseLost says a renewal found another holder, or failed: the follower
 // stops relaying and waits for its lease (ADR-0015).
-var errLeaseLost = errors.New("follow: the lease was lost")
+var errLeaseLost = errors.New("deliver: the lease was lost")
 
 func (x *logFollower) run(ctx context.Context) error {
 	c, o := x.lf.c, x.lf.opts
-	r := &relaying{x: x, ls: &lease{ledger: c.Ledger, clock: c.Clock, f: x.f, holder: c.Holder, ttl: o.LeaseTTL}}
-	defer r.ls.release(ctx)
+	r := &relaying{x: x, ls: &lease.Lease{Ledger: c.Ledger, Clock: c.Clock, Follower: x.f, Holder: c.Holder, TTL: o.LeaseTTL}}
+	defer r.ls.Release(ctx)
 	backoff := o.RetryFirst
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !r.ls.held() {
-			x.setState(LogWaiting)
-			if err := r.ls.take(ctx); err != nil {
+		if !r.ls.Held() {
+			x.setState(Waiting)
+			if err := r.ls.Take(ctx); err != nil {
 				if !errors.Is(err, ledger.ErrLeaseHeld) && ctx.Err() == nil {
 					c.Logger.Warn("log follower could not take its lease", "name", x.f.Name, "err", err)
 				}
 				// A follower that lost its lease, or can't take it, tries
 				// again every third of it (ADR-0015).
-				if !x.wait(ctx, o.renewEvery()) {
+				if !x.wait(ctx, lease.RenewEvery(o.LeaseTTL)) {
 					return nil
 				}
 				continue
@@ -409,11 +413,14 @@ func (x *logFollower) run(ctx context.Context) error {
 			if err != nil {
 				return x.stop(ctx, err)
 			}
-			r.seq, r.saved, r.quiet, r.nextRenew = cur.Seq, cur.Seq, 0, c.Clock.Now().Add(o.renewEvery())
+			r.seq, r.saved, r.quiet, r.nextRenew = cur.Seq, cur.Seq, 0, c.Clock.Now().Add(lease.RenewEvery(o.LeaseTTL))
 			c.Logger.Info("log follower took its lease", "tenant", x.f.Tenant, "workspace", x.f.Workspace, "name", x.f.Name, "cursor", cur.Seq)
-			x.setState(LogRunning)
+			x.setState(Running)
 		}
-		entries, err := c.Log.Read(ctx, x.f.Tenant, x.f.Workspace, r.seq, o.LogBatch)
+		// Taken before the read, so an append between the read and the
+		// wait wakes it.
+		grown := x.grown()
+		entries, err := c.Log.Read(ctx, x.f.Tenant, x.f.Workspace, r.seq, o.Batch)
 		if err != nil {
 			return x.stop(ctx, err) // a storage failure stops the follower
 		}
@@ -424,7 +431,7 @@ func (x *logFollower) run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, errLeaseLost):
-			r.ls.nonce = ""
+			r.ls.Drop()
 			continue
 		case errors.Is(err, ErrRetry):
 			// A sink that fails for now is tried again from the cursor
@@ -439,22 +446,22 @@ func (x *logFollower) run(ctx context.Context) error {
 		default:
 			return x.stop(ctx, err)
 		}
-		if !r.ls.held() {
+		if !r.ls.Held() {
 			continue
 		}
-		if len(entries) == o.LogBatch {
+		if len(entries) == o.Batch {
 			continue
 		}
 		wait := r.nextRenew.Sub(c.Clock.Now())
-		if wait > o.LogPollEvery {
-			wait = o.LogPollEvery
+		if wait > o.PollEvery {
+			wait = o.PollEvery
 		}
-		if !x.wait(ctx, wait) {
+		if !x.waitFor(ctx, wait, grown) {
 			return nil
 		}
 		if !c.Clock.Now().Before(r.nextRenew) {
-			if err := r.ls.renew(ctx); err == nil {
-				r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+			if err := r.ls.Renew(ctx); err == nil {
+				r.nextRenew = c.Clock.Now().Add(lease.RenewEvery(o.LeaseTTL))
 			}
 		}
 	}
@@ -463,7 +470,7 @@ func (x *logFollower) run(ctx context.Context) error {
 // relaying is a follower's pass over its log while it holds its lease.
 type relaying struct {
 	x         *logFollower
-	ls        *lease
+	ls        *lease.Lease
 	nextRenew time.Time
 	seq       int64 // the last entry handled
 	saved     int64 // the last cursor saved
@@ -483,13 +490,13 @@ func (r *relaying) page(ctx context.Context, entries []eventlog.Event) error {
 		// A follower relays only while its renewal runs: a renewal that
 		// finds another holder, or fails, stops the relaying (ADR-0015).
 		if !c.Clock.Now().Before(r.nextRenew) {
-			if err := r.ls.renew(ctx); err != nil {
+			if err := r.ls.Renew(ctx); err != nil {
 				r.pending, r.pendSeq = nil, nil
 				return errLeaseLost
 			}
-			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+			r.nextRenew = c.Clock.Now().Add(lease.RenewEvery(o.LeaseTTL))
 		}
-		out, dead := project(x.sub.Projection, e, o.Reserved)
+		out, dead := Project(x.sub.Projection, e, o.Reserved)
 		switch {
 		case dead != "":
 			if err := r.flush(ctx); err != nil {
@@ -579,12 +586,12 @@ func (r *relaying) deliver(ctx context.Context, es []eventlog.Event) (int, error
 				return
 			case <-c.Clock.After(r.nextRenew.Sub(c.Clock.Now())):
 			}
-			if err := r.ls.renew(ctx); err != nil {
+			if err := r.ls.Renew(ctx); err != nil {
 				cancel()
 				lost <- true
 				return
 			}
-			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+			r.nextRenew = c.Clock.Now().Add(lease.RenewEvery(o.LeaseTTL))
 		}
 	}()
 	var (
@@ -628,10 +635,10 @@ func (r *relaying) hold(ctx context.Context, d time.Duration) bool {
 			}
 		}
 		if !c.Clock.Now().Before(r.nextRenew) {
-			if err := r.ls.renew(ctx); err != nil {
+			if err := r.ls.Renew(ctx); err != nil {
 				return false
 			}
-			r.nextRenew = c.Clock.Now().Add(o.renewEvery())
+			r.nextRenew = c.Clock.Now().Add(lease.RenewEvery(o.LeaseTTL))
 		}
 	}
 }
@@ -654,7 +661,7 @@ func (x *logFollower) deadLetter(ctx context.Context, e eventlog.Event, reason s
 	return nil
 }
 
-func (x *logFollower) setState(s LogState) {
+func (x *logFollower) setState(s State) {
 	x.lf.mu.Lock()
 	defer x.lf.mu.Unlock()
 	x.st.state, x.st.retryAt = s, time.Time{}
@@ -665,7 +672,7 @@ func (x *logFollower) delivered(n int) {
 	c := x.lf.c
 	x.lf.mu.Lock()
 	recovered := x.st.failures
-	x.st.lastDelivery, x.st.failures, x.st.state, x.st.retryAt = c.Clock.Now(), 0, LogRunning, time.Time{}
+	x.st.lastDelivery, x.st.failures, x.st.state, x.st.retryAt = c.Clock.Now(), 0, Running, time.Time{}
 	x.lf.mu.Unlock()
 	c.Metrics.Add(metrics.Delivered, float64(n), metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name})
 	if recovered > 0 {
@@ -683,7 +690,7 @@ func (x *logFollower) failed(err error, retryAt time.Time) {
 	x.lf.mu.Lock()
 	x.st.failures++
 	n := x.st.failures
-	x.st.state, x.st.lastErr, x.st.lastFailure, x.st.retryAt = LogRetrying, err.Error(), c.Clock.Now(), retryAt
+	x.st.state, x.st.lastErr, x.st.lastFailure, x.st.retryAt = Retrying, err.Error(), c.Clock.Now(), retryAt
 	x.lf.mu.Unlock()
 	c.Metrics.Add(metrics.DeliveryFailures, 1, metrics.Labels{"tenant": x.f.Tenant, "workspace": x.f.Workspace, "name": x.f.Name, "reason": reason})
 	if retryAt.IsZero() {
@@ -695,6 +702,17 @@ func (x *logFollower) failed(err error, retryAt time.Time) {
 		"name", x.f.Name, "reason", reason, "failures", n, "retry_at", retryAt, "err", err)
 }
 
+// ErrStopped is what a stopped log follower's failure matches (Stopped).
+var ErrStopped = errors.New("deliver: log follower stopped")
+
+// stopError stops a log follower until its log is followed again.
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return fmt.Sprintf("%v: %v", ErrStopped, e.err) }
+func (e *stopError) Unwrap() []error {
+	return []error{ErrStopped, e.err}
+}
+
 func (x *logFollower) stop(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
@@ -702,7 +720,11 @@ func (x *logFollower) stop(ctx context.Context, err error) error {
 	return &stopError{err: err}
 }
 
-func (x *logFollower) wait(ctx context.Context, d time.Duration) bool {
+func (x *logFollower) wait(ctx context.Context, d time.Duration) bool { return x.waitFor(ctx, d, nil) }
+
+// waitFor waits d, or until Notify wakes the follower or grown is closed
+// (its log grew); false when ctx ended.
+func (x *logFollower) waitFor(ctx context.Context, d time.Duration, grown <-chan struct{}) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
@@ -711,6 +733,24 @@ func (x *logFollower) wait(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-x.lf.c.Clock.After(d):
 	case <-x.wake:
+	case <-grown:
 	}
 	return true
+}
+
+// growing is a log that tells when a workspace's log grows in this process
+// (eventlog.Notifying): a log follower waiting for entries wakes at its
+// next append, with no wiring of the application's.
+type growing interface {
+	Changed(tenant, workspace string) <-chan struct{}
+}
+
+// grown answers a channel closed at the follower's log's next append, or
+// nil when its log doesn't tell (the follower then reads again every
+// PollEvery, or when Notify wakes it).
+func (x *logFollower) grown() <-chan struct{} {
+	if g, ok := x.lf.c.Log.(growing); ok {
+		return g.Changed(x.f.Tenant, x.f.Workspace)
+	}
+	return nil
 }
