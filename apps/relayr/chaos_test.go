@@ -26,6 +26,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
 	"github.com/relayr-go/relayr/apps/relayr/internal/chaos"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
@@ -1030,12 +1031,12 @@ func (s *subscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case r.Header.Get(httpapi.SignatureHeader) != httpapi.Sign(s.secret, body):
+	case r.Header.Get(webhook.SignatureHeader) != webhook.Sign(s.secret, body):
 		s.bad = append(s.bad, "a delivery with a bad signature")
 	case json.Unmarshal(body, &e) != nil:
 		s.bad = append(s.bad, "a delivery that is not an event")
-	case r.Header.Get(httpapi.IdempotencyKeyHeader) != e.ID:
-		s.bad = append(s.bad, fmt.Sprintf("a delivery keyed %q carrying %q", r.Header.Get(httpapi.IdempotencyKeyHeader), e.ID))
+	case r.Header.Get(webhook.IdempotencyKeyHeader) != e.ID:
+		s.bad = append(s.bad, fmt.Sprintf("a delivery keyed %q carrying %q", r.Header.Get(webhook.IdempotencyKeyHeader), e.ID))
 	case s.seen[e.ID]:
 		s.redelivered.Add(1)
 	default:

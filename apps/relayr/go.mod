@@ -15,6 +15,7 @@ require (
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
 	github.com/relayr-go/relayr/adapters/plane v0.0.0
 	github.com/relayr-go/relayr/adapters/vikunja v0.0.0
+	github.com/relayr-go/relayr/adapters/webhook v0.0.0
 	github.com/relayr-go/relayr/core v0.0.0
 	github.com/relayr-go/relayr/fixtures v0.0.0
 )
@@ -109,6 +110,7 @@ replace (
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite
 	github.com/relayr-go/relayr/adapters/plane => ../../adapters/plane
 	github.com/relayr-go/relayr/adapters/vikunja => ../../adapters/vikunja
+	github.com/relayr-go/relayr/adapters/webhook => ../../adapters/webhook
 	github.com/relayr-go/relayr/core => ../../core
 	github.com/relayr-go/relayr/fixtures => ../../fixtures
 )

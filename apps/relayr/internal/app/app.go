@@ -28,6 +28,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
@@ -440,8 +441,8 @@ func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.D
 	}
 	// Delivery follows no redirect: a 3xx is a failure, retried from the
 	// cursor, and the signed body goes to the configured URL only.
-	client := &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: httpapi.NoRedirects}
-	return &httpapi.Subscriber{Name: key, URL: sub.URL, Secret: s.Subscriptions[key], Client: client, Clock: o.Clock, Logger: o.Logger}
+	client := &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: webhook.NoRedirects}
+	return &webhook.Subscriber{Name: key, URL: sub.URL, Secret: s.Subscriptions[key], Client: client, Clock: o.Clock, Logger: o.Logger}
 }
 
 // NATSTarget is a NATS subscription's target: its servers, stream and

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/clock"
@@ -70,7 +71,7 @@ type subscriber struct {
 func (s *subscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	s.mu.Lock()
-	s.ids[r.Header.Get(httpapi.IdempotencyKeyHeader)]++
+	s.ids[r.Header.Get(webhook.IdempotencyKeyHeader)]++
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }

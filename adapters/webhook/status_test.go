@@ -1,4 +1,4 @@
-package httpapi_test
+package webhook_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -44,7 +44,7 @@ func TestAFailingSubscriberShowsInItsFollowersStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := ledger.Follower{Kind: ledger.LogFollower, Tenant: "acme", Workspace: "ops", Name: "rules"}
-		sub := &httpapi.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
+		sub := &webhook.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
 		if err := lf.Follow(context.Background(), f, deliver.Subscription{Sink: sub}); err != nil {
 			t.Fatal(err)
 		}

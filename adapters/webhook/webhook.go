@@ -1,4 +1,8 @@
-package httpapi
+// Package webhook is relayr's subscriber sink: a deliver.Sink that POSTs
+// each event of a workspace's log to a subscriber's URL, once, in order,
+// signed with HMAC-SHA256 and keyed by the event's id, retried with
+// backoff and never redirected (ADR-0015's sinks; docs/delivery.md).
+package webhook
 
 import (
 	"bytes"
@@ -84,7 +88,7 @@ func Sign(secret string, body []byte) string {
 func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 	body, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("deliver %s: %w", e.ID, err)
+		return fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
 	c := s.Clock
 	if c == nil {

@@ -1,4 +1,4 @@
-package httpapi_test
+package webhook_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/fixtures/memnet"
 )
@@ -27,7 +27,7 @@ func TestSubscriberSignsAndKeysEachDelivery(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	s := &httpapi.Subscriber{URL: srv.URL, Secret: "sub-secret"}
+	s := &webhook.Subscriber{URL: srv.URL, Secret: "sub-secret"}
 	e := eventlog.Event{ID: "trk_0123456789abcdef", Seq: 3, Tenant: "acme", Workspace: "ops", Type: "tracker:item_changed", Data: json.RawMessage(`{"field":"state"}`)}
 	if err := s.Publish(context.Background(), e); err != nil {
 		t.Fatal(err)
@@ -36,10 +36,10 @@ func TestSubscriberSignsAndKeysEachDelivery(t *testing.T) {
 		t.Fatalf("%d deliveries", len(got))
 	}
 	r := got[0]
-	if r.Header.Get(httpapi.IdempotencyKeyHeader) != e.ID || r.Header.Get(httpapi.EventTypeHeader) != e.Type {
+	if r.Header.Get(webhook.IdempotencyKeyHeader) != e.ID || r.Header.Get(webhook.EventTypeHeader) != e.Type {
 		t.Fatalf("headers %v", r.Header)
 	}
-	if r.Header.Get(httpapi.SignatureHeader) != httpapi.Sign("sub-secret", bodies[0]) {
+	if r.Header.Get(webhook.SignatureHeader) != webhook.Sign("sub-secret", bodies[0]) {
 		t.Fatal("the signature is not the HMAC of the raw body")
 	}
 	var back eventlog.Event
@@ -61,7 +61,7 @@ func TestAFailingSubscriberIsRetriedWithBackoffNeverSkipped(t *testing.T) {
 			}
 		}))
 		defer srv.Close()
-		s := &httpapi.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
+		s := &webhook.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
 		start := time.Now()
 		if err := s.Publish(context.Background(), eventlog.Event{ID: "e1", Type: "t:x"}); err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestASubscriberGivesUpOnlyWhenItsContextEnds(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 		}))
 		defer srv.Close()
-		s := &httpapi.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
+		s := &webhook.Subscriber{URL: srv.URL + "/hook", Secret: "x", Client: srv.Client()}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
 		if err := s.Publish(ctx, eventlog.Event{ID: "e1", Type: "t:x"}); err == nil {
