@@ -146,13 +146,12 @@ func FuzzWriteAPI(f *testing.F) {
 func uiWorld(t *testing.T) *world {
 	return newWorld(t, func(c *httpapi.Config) {
 		led := c.Ledger.(*memledger.Ledger)
-		c.UI.Ledger = led
-		c.UI.Resolver = &deliver.Resolver{Ledger: led, Sink: func(ledger.Follower) (deliver.Sink, error) {
-			return nil, errors.New("no sink: the world has no subscription")
-		}}
 		c.Status = httpapi.StatusFunc(func(context.Context) (httpapi.StatusReport, error) {
 			return httpapi.StatusReport{Holder: "fuzz"}, nil
 		})
+		c.UI = operatorPage(c, led, &deliver.Resolver{Ledger: led, Sink: func(ledger.Follower) (deliver.Sink, error) {
+			return nil, errors.New("no sink: the world has no subscription")
+		}})
 	})
 }
 

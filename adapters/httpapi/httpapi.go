@@ -108,9 +108,13 @@ type Config struct {
 	Logger   *slog.Logger    // discards when nil
 	// Limits bound what callers hold at once (the defaults where zero).
 	Limits Limits
-	// UI is the operator's page at /relayr/ui/, behind OperatorToken.
-	UI UIConfig
+	// UI, when set, is served at UIPath (the operator's page,
+	// adapters/httpapi/operator), behind the API's recovery and limits.
+	UI http.Handler
 }
+
+// UIPath is where the API serves Config.UI.
+const UIPath = "/relayr/ui/"
 
 // Limits bound what callers hold at once; zero is the default.
 type Limits struct {
@@ -133,7 +137,6 @@ type API struct {
 	c       Config
 	tokens  []tokenEntry
 	op      [32]byte
-	uiKey   []byte
 	mux     *http.ServeMux
 	hooks   *hookSlots
 	replays *replayCache
@@ -238,15 +241,16 @@ func New(c Config) *API {
 	}
 	if c.OperatorToken != "" {
 		a.op = sha256.Sum256([]byte(c.OperatorToken))
-		a.uiKey = uiKey(c.OperatorToken)
 	}
 	for _, r := range a.routes() {
 		a.mux.HandleFunc(r.Method+" "+r.Pattern, r.h)
 	}
 	// The operator's page dispatches its own paths and methods, and
 	// answers HTML, never the API's JSON.
-	a.mux.HandleFunc(UIPath, a.serveUI)
-	a.mux.HandleFunc(strings.TrimSuffix(UIPath, "/"), a.serveUI)
+	if c.UI != nil {
+		a.mux.Handle(UIPath, c.UI)
+		a.mux.Handle(strings.TrimSuffix(UIPath, "/"), c.UI)
+	}
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such route", 0)
 	})

@@ -1,45 +1,21 @@
 package httpapi
 
 import (
+	"github.com/relayr-go/relayr/adapters/httpapi/status"
 	"context"
 	"net/http"
 	"time"
 
-	"github.com/relayr-go/relayr/core/budget"
-	"github.com/relayr-go/relayr/core/deliver"
-	"github.com/relayr-go/relayr/core/follow"
-)
+			)
 
-// StatusReport is what GET /relayr/v1/status answers: every binding's
-// follower (who holds its lease, its cursor, its last completed poll and
-// lag, whether it is stopped and why), every tenant key's budget this
-// minute, and every subscription's delivery. It names tenants, workspaces,
-// projects and subscriptions, never a secret.
-type StatusReport struct {
-	// Holder is the answering replica's name in the leases.
-	Holder   string                 `json:"holder"`
-	Now      time.Time              `json:"now"`
-	Bindings []follow.BindingStatus `json:"bindings"`
-	Budgets  []budget.KeyStatus     `json:"budgets"`
-	// Leases is the answering replica's part of the bindings' leases:
-	// the live replicas, its fair share and how many it holds.
-	Leases follow.ShareStatus `json:"leases"`
-	// Subscriptions are the delivery followers (a webhook or a NATS
-	// stream per subscription): their cursor against the log's head,
-	// last delivery and failures.
-	Subscriptions []deliver.Status `json:"subscriptions"`
-}
+// StatusReport is what GET /relayr/v1/status answers (status.Report).
+type StatusReport = status.Report
 
-// StatusSource answers the status report (the app's wiring).
-type StatusSource interface {
-	Status(ctx context.Context) (StatusReport, error)
-}
+// StatusSource answers the status report (status.Source).
+type StatusSource = status.Source
 
-// StatusFunc is a StatusSource.
-type StatusFunc func(ctx context.Context) (StatusReport, error)
-
-// Status implements StatusSource.
-func (f StatusFunc) Status(ctx context.Context) (StatusReport, error) { return f(ctx) }
+// StatusFunc is a StatusSource (status.Func).
+type StatusFunc = status.Func
 
 // status answers the status report to the operator. The ledger behind it
 // may be down: the report is answered as far as it was read, with 503, and

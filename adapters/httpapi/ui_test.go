@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/httpapi/operator"
 	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
@@ -56,8 +57,7 @@ type uiEnv struct {
 func newUIEnv(t *testing.T, opts ...func(*httpapi.Config)) *uiEnv {
 	t.Helper()
 	u := &uiEnv{sink: &countSink{}}
-	u.env = newEnv(t, append([]func(*httpapi.Config){func(c *httpapi.Config) {
-		led := c.Ledger.(*memledger.Ledger)
+	status := func(c *httpapi.Config) {
 		inner := c.Status
 		c.Status = httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
 			rep, err := inner.Status(ctx)
@@ -67,11 +67,14 @@ func newUIEnv(t *testing.T, opts ...func(*httpapi.Config)) *uiEnv {
 			rep.Subscriptions = []deliver.Status{{Tenant: "acme", Workspace: "ops", Name: "rules", State: deliver.Running, Cursor: 1, Head: 3}}
 			return rep, err
 		})
-		c.UI = httpapi.UIConfig{
-			Ledger:   led,
-			Resolver: &deliver.Resolver{Ledger: led, Clock: c.Clock, Sink: func(ledger.Follower) (deliver.Sink, error) { return u.sink, nil }},
-		}
-	}}, opts...)...)
+	}
+	// The page is made last, from the API's configuration as the options
+	// left it, as the app makes it.
+	page := func(c *httpapi.Config) {
+		led := c.Ledger.(*memledger.Ledger)
+		c.UI = operatorPage(c, led, &deliver.Resolver{Ledger: led, Clock: c.Clock, Sink: func(ledger.Follower) (deliver.Sink, error) { return u.sink, nil }})
+	}
+	u.env = newEnv(t, append(append([]func(*httpapi.Config){status}, opts...), page)...)
 	raw, _ := json.Marshal(eventlog.Event{ID: "trk_00000000000000dd", Seq: 2, Tenant: "acme", Workspace: "ops", Type: follow.TypeItemChanged, Data: json.RawMessage(`{}`)})
 	if _, err := u.ledger.DeadLetter(t.Context(), ledger.DeadLetter{Follower: rules, ID: "2", Seq: 2, Event: raw, Reason: "projection failed: boom", At: t0}); err != nil {
 		t.Fatal(err)
@@ -235,7 +238,7 @@ func TestUISessionEnds(t *testing.T) {
 	u := newUIEnv(t)
 	cookie := u.signIn()
 	mustPage(t, u.page(http.MethodGet, "/relayr/ui/", nil, "Cookie", cookie), 200)
-	u.clock.Advance(httpapi.DefaultUISession)
+	u.clock.Advance(operator.DefaultUISession)
 	mustPage(t, u.page(http.MethodGet, "/relayr/ui/", nil, "Cookie", cookie), 401, "sign in again")
 }
 
@@ -262,7 +265,7 @@ func TestUIRefusesForgedPostsAndChangesNothing(t *testing.T) {
 		{"UnknownField", url.Values{"csrf": {csrf}, "kind": {"log"}, "x": {"1"}}, nil, 400},
 		{"UnknownAction", url.Values{"csrf": {csrf}, "kind": {"log"}, "tenant": {"acme"}, "workspace": {"ops"}, "name": {"rules"}, "id": {"2"}, "action": {"forget"}}, nil, 400},
 		{"UnknownFollower", url.Values{"csrf": {csrf}, "kind": {"log"}, "tenant": {"acme"}, "workspace": {"ops"}, "name": {"other"}, "id": {"2"}, "action": {"replay"}}, nil, 400},
-		{"Oversized", url.Values{"csrf": {csrf}, "id": {strings.Repeat("x", httpapi.MaxUIForm)}}, nil, 400},
+		{"Oversized", url.Values{"csrf": {csrf}, "id": {strings.Repeat("x", operator.MaxUIForm)}}, nil, 400},
 		{"NoSuchDeadLetter", url.Values{"csrf": {csrf}, "kind": {"log"}, "tenant": {"acme"}, "workspace": {"ops"}, "name": {"rules"}, "id": {"9"}, "action": {"replay"}}, nil, 404},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,7 +309,7 @@ func TestUIReplaysADeadLetterOnce(t *testing.T) {
 func TestUIRefusesBadQueries(t *testing.T) {
 	u := newUIEnv(t)
 	for name, q := range map[string]string{
-		"Oversized":    "?ws=" + strings.Repeat("a", httpapi.MaxUIQuery),
+		"Oversized":    "?ws=" + strings.Repeat("a", operator.MaxUIQuery),
 		"Malformed":    "?ws=%zz",
 		"UnknownField": "?limit=5",
 		"Repeated":     "?ws=acme/ops&ws=acme/dev",
@@ -390,4 +393,11 @@ func TestUIServesItsAssets(t *testing.T) {
 			t.Fatalf("%s: %d %q", path, r.status, r.header.Get("Content-Type"))
 		}
 	}
+}
+
+// operatorPage is the operator's page over the API's configuration, as the
+// app mounts it.
+func operatorPage(c *httpapi.Config, led *memledger.Ledger, rv operator.DeadLetterResolver) *operator.Page {
+	return operator.New(operator.Config{Token: c.OperatorToken, Tokens: c.Tokens, Status: c.Status, Clock: c.Clock, Logger: c.Logger,
+		Ledger: led, Resolver: rv})
 }

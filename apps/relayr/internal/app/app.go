@@ -23,6 +23,8 @@ import (
 	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/adapters/github"
 	"github.com/relayr-go/relayr/adapters/httpapi"
+	"github.com/relayr-go/relayr/adapters/httpapi/operator"
+	"github.com/relayr-go/relayr/adapters/httpapi/status"
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
 	"github.com/relayr-go/relayr/adapters/natsjs"
@@ -84,7 +86,7 @@ type Options struct {
 	// Integrations switches trackers per workspace (Always when nil).
 	Integrations integrations.Integrations
 	// UIRefresh is how often the operator's page refreshes its sections
-	// (httpapi.DefaultUIRefresh when zero).
+	// (operator.DefaultUIRefresh when zero).
 	UIRefresh time.Duration
 }
 
@@ -259,25 +261,26 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 			return deliver.Subscription{}, fmt.Errorf("subscription %s/%s/%s is no longer configured", f.Tenant, f.Workspace, f.Name)
 		},
 	})
+	report := status.Func(func(ctx context.Context) (status.Report, error) {
+		bs, err := fs.Status(ctx)
+		subs, serr := a.Delivery.Status(ctx)
+		return status.Report{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: fs.BudgetStatus(), Leases: fs.Share(), Subscriptions: subs}, errors.Join(err, serr)
+	})
 	a.API = httpapi.New(httpapi.Config{
 		Writes: w, Log: log, Connections: conns, Integrations: o.Integrations, Ledger: store,
 		Waker: httpapi.WakerFunc(func(b binding.Binding, n tracker.Nudged) {
 			// The route asked the switch, once, after the signature.
 			fs.Wake(b, n)
 		}),
-		Tokens: s.Tokens, OperatorToken: s.OperatorToken,
-		Status: httpapi.StatusFunc(func(ctx context.Context) (httpapi.StatusReport, error) {
-			bs, err := fs.Status(ctx)
-			subs, serr := a.Delivery.Status(ctx)
-			return httpapi.StatusReport{Holder: holder, Now: o.Clock.Now(), Bindings: bs, Budgets: fs.BudgetStatus(), Leases: fs.Share(), Subscriptions: subs}, errors.Join(err, serr)
-		}),
+		Tokens: s.Tokens, OperatorToken: s.OperatorToken, Status: report,
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Counters: m, Clock: o.Clock, Logger: o.Logger,
-		UI: httpapi.UIConfig{
+		UI: operator.New(operator.Config{
+			Token: s.OperatorToken, Tokens: s.Tokens, Status: report, Clock: o.Clock, Logger: o.Logger,
 			Ledger: store, Resolver: a.resolver(log, o),
 			CapWindow: t.CapWindow.Or(writes.DefaultCapWindow), CapLimit: cmp.Or(t.CapLimit, writes.DefaultCapLimit),
 			Refresh: o.UIRefresh,
-		},
+		}),
 	})
 	return a, nil
 }

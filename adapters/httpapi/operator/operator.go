@@ -1,4 +1,9 @@
-package httpapi
+// Package operator is relayr's operator page, /relayr/ui/: behind the
+// operator token, read from the status report and the ledger alone (it
+// keeps no state of its own), rendered on the server with html/template
+// from embedded files, and acting on dead letters once. The app mounts it
+// beside the API (httpapi.Config.UI); it imports nothing of the API.
+package operator
 
 import (
 	"bytes"
@@ -13,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -23,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/httpapi/status"
+	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
@@ -30,12 +38,8 @@ import (
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
-// The operator's page: /relayr/ui/, behind the operator token, read from
-// the status and the ledger alone (it keeps no state of its own), rendered
-// on the server with html/template from embedded files.
-
-// UIPath is where the operator's page is served.
-const UIPath = "/relayr/ui/"
+// Path is where the operator's page is served.
+const Path = "/relayr/ui/"
 
 // Limits of the page.
 const (
@@ -66,9 +70,19 @@ type DeadLetterResolver interface {
 	Resolve(ctx context.Context, f ledger.Follower, id string, r ledger.Resolution) (ledger.DeadLetter, bool, error)
 }
 
-// UIConfig is what the operator's page reads and does. The page answers
-// 503 while Ledger is nil.
-type UIConfig struct {
+// Config is what the operator's page reads and does. The page answers 503
+// while Ledger or Status is nil, and lets no one sign in without Token.
+type Config struct {
+	// Token is the operator's token, which signs a person in.
+	Token string
+	// Tokens are the tenants' tokens (token → tenant): a tenant's token is
+	// told apart from a wrong one, and its tenant is listed.
+	Tokens map[string]string
+	// Status answers the status report the page shows.
+	Status status.Source
+	Clock  clock.Clock  // System when nil
+	Logger *slog.Logger // slog.Default() when nil
+
 	Ledger   OperatorLedger
 	Resolver DeadLetterResolver
 	// CapWindow and CapLimit are the loop cap the writes use, which the
@@ -115,21 +129,21 @@ func uiKey(token string) []byte {
 	return m.Sum(nil)
 }
 
-func (a *API) mac(parts ...string) string {
+func (a *Page) mac(parts ...string) string {
 	m := hmac.New(sha256.New, a.uiKey)
 	m.Write([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // session makes a session value that lasts until expires.
-func (a *API) session(expires time.Time) string {
+func (a *Page) session(expires time.Time) string {
 	exp := strconv.FormatInt(expires.Unix(), 10)
 	return exp + "." + a.mac("session", exp)
 }
 
 // validSession checks a session value in constant time, and that it has
 // not ended.
-func (a *API) validSession(v string) bool {
+func (a *Page) validSession(v string) bool {
 	exp, sum, ok := strings.Cut(v, ".")
 	if !ok || len(exp) > 20 || len(sum) != 2*sha256.Size {
 		return false
@@ -146,7 +160,7 @@ func (a *API) validSession(v string) bool {
 }
 
 // csrf is the token every form of a session carries.
-func (a *API) csrf(session string) string { return a.mac("csrf", session) }
+func (a *Page) csrf(session string) string { return a.mac("csrf", session) }
 
 // uiAuth is how a page request was authenticated.
 type uiAuth struct {
@@ -158,7 +172,7 @@ type uiAuth struct {
 // uiOperator authenticates a page request: the operator's bearer token, or
 // a session cookie a sign-in set. It writes the error page and answers false
 // when the caller is not the operator.
-func (a *API) uiOperator(w http.ResponseWriter, r *http.Request) (uiAuth, bool) {
+func (a *Page) uiOperator(w http.ResponseWriter, r *http.Request) (uiAuth, bool) {
 	if r.Header.Get("Authorization") != "" {
 		tok, ok := bearer(r)
 		switch a.tokenKind(tok, ok) {
@@ -192,7 +206,7 @@ const (
 
 // tokenKind tells the operator's token from a tenant's and from anything
 // else, in constant time.
-func (a *API) tokenKind(tok string, ok bool) tokenKind {
+func (a *Page) tokenKind(tok string, ok bool) tokenKind {
 	if !ok {
 		return tokenNone
 	}
@@ -225,9 +239,9 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // serveUI serves everything under /relayr/ui/.
-func (a *API) serveUI(w http.ResponseWriter, r *http.Request) {
+func (a *Page) serveUI(w http.ResponseWriter, r *http.Request) {
 	uiSecurityHeaders(w.Header())
-	rest := strings.TrimPrefix(r.URL.Path, UIPath)
+	rest := strings.TrimPrefix(r.URL.Path, Path)
 	if a.uiKey == nil && !strings.HasPrefix(rest, "assets/") {
 		// With no operator token nothing could sign in, and no session
 		// could be told from a forged one.
@@ -235,8 +249,8 @@ func (a *API) serveUI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case r.URL.Path == strings.TrimSuffix(UIPath, "/"):
-		http.Redirect(w, r, UIPath, http.StatusMovedPermanently)
+	case r.URL.Path == strings.TrimSuffix(Path, "/"):
+		http.Redirect(w, r, Path, http.StatusMovedPermanently)
 	case strings.HasPrefix(rest, "assets/"):
 		a.uiAsset(w, r, strings.TrimPrefix(rest, "assets/"))
 	case rest == "" || rest == "fragment":
@@ -268,12 +282,12 @@ func (a *API) serveUI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *API) uiMethod(w http.ResponseWriter, r *http.Request, allow string) {
+func (a *Page) uiMethod(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
 	a.uiError(w, r, http.StatusMethodNotAllowed, "Not allowed", r.Method+" is not allowed here. Nothing was changed.", false)
 }
 
-func (a *API) uiAsset(w http.ResponseWriter, r *http.Request, name string) {
+func (a *Page) uiAsset(w http.ResponseWriter, r *http.Request, name string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		a.uiMethod(w, r, "GET")
 		return
@@ -302,14 +316,14 @@ type errorPage struct {
 
 // uiError answers a clear page for a refusal: its status, what happened,
 // and a sign-in form where signing in is the way on.
-func (a *API) uiError(w http.ResponseWriter, _ *http.Request, status int, title, msg string, signIn bool) {
+func (a *Page) uiError(w http.ResponseWriter, _ *http.Request, status int, title, msg string, signIn bool) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="relayr"`)
 	}
 	a.render(w, status, "error.html", errorPage{Status: status, Title: title, Message: msg, SignIn: signIn && a.op != ([32]byte{})})
 }
 
-func (a *API) render(w http.ResponseWriter, status int, name string, data any) {
+func (a *Page) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := uiTemplates.ExecuteTemplate(&buf, name, data); err != nil {
 		a.c.Logger.Error("ui: rendering", "template", name, "err", err)
@@ -325,7 +339,7 @@ func (a *API) render(w http.ResponseWriter, status int, name string, data any) {
 
 // readForm reads a page's form within MaxUIForm: url-encoded, each field
 // once. It writes the error page and answers false when the form is bad.
-func (a *API) readForm(w http.ResponseWriter, r *http.Request, fields ...string) (map[string]string, bool) {
+func (a *Page) readForm(w http.ResponseWriter, r *http.Request, fields ...string) (map[string]string, bool) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
 		a.uiError(w, r, http.StatusBadRequest, "Bad form", "The form must be sent as application/x-www-form-urlencoded. Nothing was changed.", false)
 		return nil, false
@@ -356,7 +370,7 @@ func (a *API) readForm(w http.ResponseWriter, r *http.Request, fields ...string)
 	return out, true
 }
 
-func (a *API) uiSignIn(w http.ResponseWriter, r *http.Request) {
+func (a *Page) uiSignIn(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		a.uiError(w, r, http.StatusForbidden, "Forged post", "The sign-in came from another site. Nothing was changed.", false)
 		return
@@ -374,21 +388,21 @@ func (a *API) uiSignIn(w http.ResponseWriter, r *http.Request) {
 		a.uiError(w, r, http.StatusUnauthorized, "Not signed in", "The token is not valid. Nothing was changed.", true)
 		return
 	}
-	ttl := cmp.Or(a.c.UI.Session, DefaultUISession)
+	ttl := cmp.Or(a.c.Session, DefaultUISession)
 	expires := a.c.Clock.Now().Add(ttl)
 	// Secure over TLS; on plain HTTP (loopback, or TLS ended by a proxy)
 	// a Secure cookie would never come back (ADR-0015's departures: the
 	// session cookie).
 	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure when the connection is TLS
-		Name: uiCookie, Value: a.session(expires), Path: UIPath, MaxAge: int(ttl / time.Second),
+		Name: uiCookie, Value: a.session(expires), Path: Path, MaxAge: int(ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	http.Redirect(w, r, UIPath, http.StatusSeeOther)
+	http.Redirect(w, r, Path, http.StatusSeeOther)
 }
 
 // checkPost checks a page action: the operator, from the page itself, with
 // the session's CSRF token when it came with a cookie.
-func (a *API) checkPost(w http.ResponseWriter, r *http.Request, fields ...string) (map[string]string, bool) {
+func (a *Page) checkPost(w http.ResponseWriter, r *http.Request, fields ...string) (map[string]string, bool) {
 	if !sameOrigin(r) {
 		a.uiError(w, r, http.StatusForbidden, "Forged post", "The form came from another site. Nothing was changed.", false)
 		return nil, false
@@ -408,21 +422,21 @@ func (a *API) checkPost(w http.ResponseWriter, r *http.Request, fields ...string
 	return form, true
 }
 
-func (a *API) uiSignOut(w http.ResponseWriter, r *http.Request) {
+func (a *Page) uiSignOut(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.checkPost(w, r); !ok {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: UIPath, //nolint:gosec // G124: as the sign-in's
+	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: Path, //nolint:gosec // G124: as the sign-in's
 		MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	a.uiError(w, r, http.StatusOK, "Signed out", "You are signed out.", true)
 }
 
-func (a *API) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
+func (a *Page) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
 	form, ok := a.checkPost(w, r, "kind", "tenant", "workspace", "name", "id", "action")
 	if !ok {
 		return
 	}
-	if a.c.UI.Resolver == nil || a.c.Status == nil {
+	if a.c.Resolver == nil || a.c.Status == nil {
 		a.uiError(w, r, http.StatusServiceUnavailable, "Not served", "Dead letters cannot be resolved here. Nothing was changed.", false)
 		return
 	}
@@ -448,7 +462,7 @@ func (a *API) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
 		a.uiError(w, r, http.StatusBadRequest, "Unknown follower", "relayr follows no such subscription or binding. Nothing was changed.", false)
 		return
 	}
-	_, changed, err := a.c.UI.Resolver.Resolve(ctx, f, form["id"], res)
+	_, changed, err := a.c.Resolver.Resolve(ctx, f, form["id"], res)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		a.uiError(w, r, http.StatusNotFound, "No such dead letter", "The follower has no such dead letter. Nothing was changed.", false)
@@ -463,10 +477,10 @@ func (a *API) uiDeadLetter(w http.ResponseWriter, r *http.Request) {
 	}
 	a.c.Logger.Info("ui: dead letter action", "tenant", f.Tenant, "workspace", f.Workspace, "name", f.Name, "id", form["id"],
 		"action", form["action"], "changed", changed)
-	http.Redirect(w, r, UIPath+"#subscriptions", http.StatusSeeOther)
+	http.Redirect(w, r, Path+"#subscriptions", http.StatusSeeOther)
 }
 
-func knownFollower(rep StatusReport, f ledger.Follower) bool {
+func knownFollower(rep status.Report, f ledger.Follower) bool {
 	switch f.Kind {
 	case ledger.LogFollower:
 		return slices.ContainsFunc(rep.Subscriptions, func(s deliver.Status) bool {
@@ -613,7 +627,7 @@ type claimRow struct {
 	Age time.Duration
 }
 
-func (a *API) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
+func (a *Page) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
 	auth, ok := a.uiOperator(w, r)
 	if !ok {
 		return
@@ -623,7 +637,7 @@ func (a *API) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
 		a.uiError(w, r, http.StatusBadRequest, "Bad query", "The page's query was refused: "+err.Error()+".", false)
 		return
 	}
-	if a.c.Status == nil || a.c.UI.Ledger == nil {
+	if a.c.Status == nil || a.c.Ledger == nil {
 		a.uiError(w, r, http.StatusServiceUnavailable, "Not served", "relayr serves no status here.", false)
 		return
 	}
@@ -635,7 +649,7 @@ func (a *API) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
 		a.c.Logger.Warn("ui: the status or the ledger did not answer in full", "err", err)
 		p.Partial = true
 	}
-	p.Refresh = cmp.Or(a.c.UI.Refresh, DefaultUIRefresh).Milliseconds()
+	p.Refresh = cmp.Or(a.c.Refresh, DefaultUIRefresh).Milliseconds()
 	q := url.Values{}
 	if filter.Tenant != "" {
 		p.WSValue = filter.Tenant + "/" + filter.Workspace
@@ -644,7 +658,7 @@ func (a *API) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
 	if filter.Type != "" {
 		q.Set("type", filter.Type)
 	}
-	p.Fragment = UIPath + "fragment"
+	p.Fragment = Path + "fragment"
 	if len(q) > 0 {
 		p.Fragment += "?" + q.Encode()
 	}
@@ -660,7 +674,7 @@ func (a *API) uiPage(w http.ResponseWriter, r *http.Request, fragment bool) {
 
 // buildPage reads the status and the ledger into the page. It answers the
 // page as far as it was read, with the first failure.
-func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
+func (a *Page) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 	rep, err := a.c.Status.Status(ctx)
 	errs := []error{err}
 	p := page{Now: rep.Now, Holder: rep.Holder, Filter: filter, Types: follow.Types}
@@ -668,8 +682,8 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 		p.Now = a.c.Clock.Now()
 	}
 	tenants := map[string]bool{}
-	for _, e := range a.tokens {
-		tenants[e.tenant] = true
+	for _, tenant := range a.c.Tokens {
+		tenants[tenant] = true
 	}
 	workspaces := map[[2]string]bool{}
 	for _, b := range rep.Bindings {
@@ -704,7 +718,7 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 		if filter.Tenant != "" && (w[0] != filter.Tenant || w[1] != filter.Workspace) {
 			continue
 		}
-		es, err := a.c.UI.Ledger.LatestEvents(ctx, ledger.EventQuery{Tenant: w[0], Workspace: w[1], Type: filter.Type, Limit: UIEvents})
+		es, err := a.c.Ledger.LatestEvents(ctx, ledger.EventQuery{Tenant: w[0], Workspace: w[1], Type: filter.Type, Limit: UIEvents})
 		errs = append(errs, err)
 		g := eventGroup{Tenant: w[0], Workspace: w[1]}
 		for _, e := range es {
@@ -725,7 +739,7 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 			p.DeadLetters = append(p.DeadLetters, g)
 		}
 	}
-	window, limit := cmp.Or(a.c.UI.CapWindow, time.Hour), cmp.Or(a.c.UI.CapLimit, 20)
+	window, limit := cmp.Or(a.c.CapWindow, time.Hour), cmp.Or(a.c.CapLimit, 20)
 	for _, t := range slices.Sorted(func(yield func(string) bool) {
 		for t := range tenants {
 			if !yield(t) {
@@ -734,14 +748,14 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 		}
 	}) {
 		tw := tenantWrites{Tenant: t, CapLimit: limit, CapWindow: window}
-		open, err := a.c.UI.Ledger.Unrecorded(ctx, t, UIRows)
+		open, err := a.c.Ledger.Unrecorded(ctx, t, UIRows)
 		errs = append(errs, err)
 		for _, c := range open {
 			tw.Unrecorded = append(tw.Unrecorded, claimRow{Claim: c, Age: p.Now.Sub(c.ClaimedAt)})
 		}
-		tw.AtCap, err = a.c.UI.Ledger.AtCap(ctx, ledger.CapQuery{Tenant: t, Now: p.Now, Window: window, Limit: limit, Rows: UIRows})
+		tw.AtCap, err = a.c.Ledger.AtCap(ctx, ledger.CapQuery{Tenant: t, Now: p.Now, Window: window, Limit: limit, Rows: UIRows})
 		errs = append(errs, err)
-		gone, err := a.c.UI.Ledger.DeletedKeys(ctx, t, UIRows)
+		gone, err := a.c.Ledger.DeletedKeys(ctx, t, UIRows)
 		errs = append(errs, err)
 		for _, c := range gone {
 			tw.Deleted = append(tw.Deleted, claimRow{Claim: c})
@@ -751,11 +765,11 @@ func (a *API) buildPage(ctx context.Context, filter uiFilter) (page, error) {
 	return p, errors.Join(errs...)
 }
 
-func (a *API) deadLetters(ctx context.Context, f ledger.Follower) (deadLetterGroup, error) {
+func (a *Page) deadLetters(ctx context.Context, f ledger.Follower) (deadLetterGroup, error) {
 	g := deadLetterGroup{Kind: string(f.Kind), Tenant: f.Tenant, Workspace: f.Workspace, Name: f.Name}
 	// The newest first, at most UIRows: a backlog is not read whole at
 	// every refresh.
-	list, err := a.c.UI.Ledger.RecentDeadLetters(ctx, f, UIRows)
+	list, err := a.c.Ledger.RecentDeadLetters(ctx, f, UIRows)
 	for _, d := range list {
 		var e struct {
 			ID   string `json:"id"`
@@ -833,4 +847,65 @@ func when(t time.Time) string {
 		return "–"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// Page serves the operator's page. It is safe for concurrent use.
+type Page struct {
+	c      Config
+	op     [32]byte // the operator token's digest; zero without one
+	uiKey  []byte
+	tokens []tokenEntry
+}
+
+type tokenEntry struct {
+	digest [sha256.Size]byte
+	tenant string
+}
+
+// New answers the page over c.
+func New(c Config) *Page {
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	p := &Page{c: c}
+	for tok, tenant := range c.Tokens {
+		if tok != "" {
+			p.tokens = append(p.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
+		}
+	}
+	if c.Token != "" {
+		p.op = sha256.Sum256([]byte(c.Token))
+		p.uiKey = uiKey(c.Token)
+	}
+	return p
+}
+
+// ServeHTTP implements http.Handler: everything under Path.
+func (a *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.serveUI(w, r) }
+
+// tenantOfToken answers the tenant a token is of, in constant time.
+func (a *Page) tenantOfToken(tok string) (string, bool) {
+	sum := sha256.Sum256([]byte(tok))
+	tenant, found := "", 0
+	for _, e := range a.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], e.digest[:])
+		if eq == 1 {
+			tenant = e.tenant
+		}
+		found |= eq
+	}
+	return tenant, found == 1
+}
+
+// bearer reads an "Authorization: Bearer" token.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
