@@ -1,12 +1,11 @@
 package httpapi
 
 import (
-	"github.com/relayr-go/relayr/adapters/httpapi/status"
 	"context"
+	"github.com/relayr-go/relayr/adapters/httpapi/status"
 	"net/http"
 	"time"
-
-			)
+)
 
 // StatusReport is what GET /relayr/v1/status answers (status.Report).
 type StatusReport = status.Report
