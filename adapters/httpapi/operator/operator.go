@@ -58,9 +58,9 @@ const (
 	DefaultUISession = 12 * time.Hour
 )
 
-// OperatorLedger is what the page reads from the ledger beyond the status:
+// Ledger is what the page reads from the ledger beyond the status:
 // the operator's queries, each follower's latest dead letters among them.
-type OperatorLedger interface {
+type Ledger interface {
 	ledger.Operator
 }
 
@@ -83,7 +83,7 @@ type Config struct {
 	Clock  clock.Clock  // System when nil
 	Logger *slog.Logger // slog.Default() when nil
 
-	Ledger   OperatorLedger
+	Ledger   Ledger
 	Resolver DeadLetterResolver
 	// CapWindow and CapLimit are the loop cap the writes use, which the
 	// page's items at the cap are read against.
