@@ -27,6 +27,8 @@ type Sink struct {
 	ids      map[string]bool
 	refusing bool
 	attempts int
+	// grew is closed, and replaced, when the sink takes an event.
+	grew chan struct{}
 }
 
 var (
@@ -55,11 +57,17 @@ func (s *Sink) PublishBatch(ctx context.Context, es []eventlog.Event) (int, erro
 	if s.ids == nil {
 		s.ids = map[string]bool{}
 	}
+	took := false
 	for _, e := range es {
 		if !s.ids[e.ID] {
 			s.ids[e.ID] = true
 			s.taken = append(s.taken, e)
+			took = true
 		}
+	}
+	if took && s.grew != nil {
+		close(s.grew)
+		s.grew = nil
 	}
 	return len(es), nil
 }
@@ -77,6 +85,27 @@ func (s *Sink) Taken() []eventlog.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.taken)
+}
+
+// Wait waits until the sink holds at least n events, or ctx ends.
+func (s *Sink) Wait(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		if len(s.taken) >= n {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.grew == nil {
+			s.grew = make(chan struct{})
+		}
+		grew := s.grew
+		s.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Attempts answers how many publishes and batches were attempted, refused
