@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/tracker/drivertest"
@@ -25,16 +24,14 @@ var flavours = []struct {
 	{"FakeListingProjectComments", faketracker.LikeVikunja, []faketracker.Option{faketracker.WithProjectComments()}},
 }
 
-// fake makes one flavour's fake on a fake clock, and its deletion
-// delivery where the flavour sends one (like Vikunja's task.deleted; Plane
-// sends none).
-func fake(t *testing.T, flavour faketracker.Flavour, opts []faketracker.Option) (*faketracker.Tracker, *clock.Fake, func(id, secret string) (http.Header, []byte)) {
-	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	f := faketracker.New(flavour, append([]faketracker.Option{faketracker.WithClock(clk)}, opts...)...)
+// fake makes one flavour's fake, and its deletion delivery where the
+// flavour sends one (like Vikunja's task.deleted; Plane sends none).
+func fake(t *testing.T, flavour faketracker.Flavour, opts []faketracker.Option) (*faketracker.Tracker, func(id, secret string) (http.Header, []byte)) {
+	f := faketracker.New(flavour, opts...)
 	if flavour != faketracker.LikeVikunja {
-		return f, clk, nil
+		return f, nil
 	}
-	return f, clk, func(id, secret string) (http.Header, []byte) {
+	return f, func(id, secret string) (http.Header, []byte) {
 		if err := f.Delete(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
@@ -42,15 +39,17 @@ func fake(t *testing.T, flavour faketracker.Flavour, opts []faketracker.Option) 
 	}
 }
 
+// TestContract runs the port's contract over each flavour, every case in a
+// synctest bubble: the fake's clock (the system's) is virtual there.
 func TestContract(t *testing.T) {
 	for _, c := range flavours {
 		t.Run(c.name, func(t *testing.T) {
-			trackertest.Run(t, func(t *testing.T) trackertest.Harness {
-				f, clk, deletion := fake(t, c.flavour, c.opts)
+			trackertest.RunVirtual(t, func(t *testing.T) trackertest.Harness {
+				f, deletion := fake(t, c.flavour, c.opts)
 				return trackertest.Harness{
 					Tracker:  tracker.New(f),
 					Person:   f.Person(),
-					Wait:     clk.Advance,
+					Wait:     time.Sleep,
 					Webhook:  func(_, secret string) (http.Header, []byte) { return f.Delivery(secret) },
 					Deletion: deletion,
 				}
@@ -59,12 +58,14 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestDriver runs the driver suite over each flavour, every case in a
+// synctest bubble.
 func TestDriver(t *testing.T) {
 	for _, c := range flavours {
 		t.Run(c.name, func(t *testing.T) {
-			drivertest.Run(t, func(t *testing.T) drivertest.Harness {
-				f, clk, deletion := fake(t, c.flavour, c.opts)
-				return drivertest.Harness{Driver: f, Person: f.Person(), Wait: clk.Advance, Deletion: deletion}
+			drivertest.RunVirtual(t, func(t *testing.T) drivertest.Harness {
+				f, deletion := fake(t, c.flavour, c.opts)
+				return drivertest.Harness{Driver: f, Person: f.Person(), Wait: time.Sleep, Deletion: deletion}
 			})
 		})
 	}

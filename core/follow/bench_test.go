@@ -27,10 +27,11 @@ import (
 // request for its comments; seeding streams pages, so its memory stays
 // flat however large the project.
 
+// t0 is when benchProject's fake clock starts.
 var t0 = time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)
 
 // benchFollower is one follower over a tracker and a store, its poll called
-// directly, on a fake clock.
+// directly, on clk.
 func benchFollower(b *testing.B, tr tracker.Driver, l ledger.Ledger, clk clock.Clock) *follower {
 	b.Helper()
 	mem := memledger.New()
@@ -53,6 +54,13 @@ func mustPoll(b *testing.B, f *follower) {
 
 // benchProject makes a fake project of n items, each changed gap after the
 // one before, and seeds a follower on it.
+//
+// It and the poll benchmarks over it stay on a fake clock, not synctest: a
+// benchmark has no *testing.T to open a bubble with (synctest.Test takes
+// only a *testing.T), and in a bubble its own timing would read virtual
+// time, which stands still while the code runs. Their loops let minutes
+// pass between polls (the poll interval, the lookback), which real time
+// cannot do in a benchmark.
 func benchProject(b *testing.B, n int, gap time.Duration) (*faketracker.Tracker, *clock.Fake, *follower) {
 	clk := clock.NewFake(t0)
 	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk))
@@ -140,9 +148,10 @@ func BenchmarkSeed(b *testing.B) {
 			var peak uint64
 			var requests int
 			for b.Loop() {
-				tr := &generated{n: n}
-				clk := clock.NewFake(t0.Add(time.Duration(n) * time.Second))
-				f := benchFollower(b, tr, forgetful{memledger.New()}, clk)
+				// The project's n items changed a second apart, the
+				// last a second ago.
+				tr := &generated{n: n, start: time.Now().Add(-time.Duration(n) * time.Second)}
+				f := benchFollower(b, tr, forgetful{memledger.New()}, clock.System{})
 				runtime.GC()
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
@@ -167,9 +176,11 @@ type forgetful struct{ *memledger.Ledger }
 func (forgetful) SaveSnapshots(context.Context, []ledger.SnapshotRow) error { return nil }
 
 // generated is a project of n items made up as pages are asked for, so the
-// tracker holds nothing either; it samples the heap at every page.
+// tracker holds nothing either; it samples the heap at every page. Item i
+// changed at start plus i seconds.
 type generated struct {
 	n              int
+	start          time.Time
 	pages          int
 	base, peak     uint64
 	tracker.Driver // every other method is unused
@@ -190,7 +201,7 @@ func (g *generated) Items(_ context.Context, q tracker.Query) (tracker.Page, err
 	if q.Page != "" {
 		start, _ = strconv.Atoi(q.Page)
 	} else if !q.Since.IsZero() {
-		start = max(0, int(q.Since.Sub(t0)/time.Second))
+		start = max(0, int(q.Since.Sub(g.start)/time.Second))
 	}
 	end := min(start+faketracker.PageSize, g.n)
 	p := tracker.Page{Items: make([]tracker.Item, 0, end-start)}
@@ -199,7 +210,7 @@ func (g *generated) Items(_ context.Context, q tracker.Query) (tracker.Page, err
 		p.Items = append(p.Items, tracker.Item{
 			Ref:   tracker.ItemRef{ID: id, Number: int64(i), Name: "OPS-" + strconv.Itoa(i), Link: "https://example/" + id},
 			Title: "item " + strconv.Itoa(i), State: tracker.Todo, Labels: []string{"bulk"},
-			UpdatedAt: t0.Add(time.Duration(i) * time.Second),
+			UpdatedAt: g.start.Add(time.Duration(i) * time.Second),
 		})
 	}
 	if end < g.n {

@@ -3,7 +3,6 @@ package writes_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
@@ -16,13 +15,11 @@ import (
 // A run files its failure by key. However often it is retried, the tracker
 // holds one item, and every retry answers it.
 func Example() {
-	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	fake := faketracker.New(faketracker.LikePlane, faketracker.WithClock(clk), faketracker.WithProject("ops", "OPS"))
+	fake := faketracker.New(faketracker.LikePlane, faketracker.WithProject("ops", "OPS"))
 	ops := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}}
 	w := writes.New(writes.Config{
 		Ledger:      memledger.New(),
-		Connections: binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {Token: "key"}}, ops),
-		Clock:       clk,
+		Connections: binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "key"}}, ops),
 	})
 
 	for attempt := 1; attempt <= 3; attempt++ {

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -46,13 +47,31 @@ type Harness struct {
 // Keys are unique per run, so a live tracker's project can be shared.
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
+	runCases(t, newHarness, false)
+}
+
+// RunVirtual is Run with every case in a synctest bubble, harness made
+// and all, for a driver that holds no real socket (the fake): time is
+// virtual, so Wait may be time.Sleep and passes at once.
+func RunVirtual(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+	runCases(t, newHarness, true)
+}
+
+func runCases(t *testing.T, newHarness func(t *testing.T) Harness, virtual bool) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	run := hex.EncodeToString(b)
 	for _, c := range Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			h := newHarness(t)
-			c.Check(t, h, func(suffix string) string { return "dt-" + run + "/" + c.Name + "/" + suffix })
+			check := func(t *testing.T) {
+				c.Check(t, newHarness(t), func(suffix string) string { return "dt-" + run + "/" + c.Name + "/" + suffix })
+			}
+			if virtual {
+				synctest.Test(t, check)
+				return
+			}
+			check(t)
 		})
 	}
 }

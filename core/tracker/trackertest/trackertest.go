@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -56,11 +57,27 @@ type Harness struct {
 // shared between runs.
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Helper()
+	runCases(t, newHarness, false)
+}
+
+// RunVirtual is Run with every case in a synctest bubble, harness made
+// and all, for a tracker that holds no real socket (the fake): time is
+// virtual, so Wait may be time.Sleep and passes at once.
+func RunVirtual(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+	runCases(t, newHarness, true)
+}
+
+func runCases(t *testing.T, newHarness func(t *testing.T) Harness, virtual bool) {
 	run := newRun()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t)
-			c.fn(t, h, run.key(c.name))
+			check := func(t *testing.T) { c.fn(t, newHarness(t), run.key(c.name)) }
+			if virtual {
+				synctest.Test(t, check)
+				return
+			}
+			check(t)
 		})
 	}
 }
