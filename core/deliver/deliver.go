@@ -1,3 +1,14 @@
+// Package deliver is ADR-0015's side of relayr: a log follower per
+// subscription relays its workspace's event log, in order and each event
+// once by its id, into the subscription's Sink (a webhook subscriber, a
+// NATS JetStream stream, another log), from a cursor it saves in the
+// ledger, under a lease so one replica at a time relays it. A sink that
+// fails for now is retried from the cursor, backing off; an event the
+// subscription's projection refuses is a dead letter, which the Resolver
+// replays or skips once. Followers wake at their log's next append when the
+// log tells (eventlog.Notifying). Every sink runs sinktest; memsink is the
+// in-memory one. core/follow is the other side: the tracker followers that
+// fill the log.
 package deliver
 
 import (

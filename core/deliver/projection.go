@@ -21,7 +21,7 @@ import (
 // a reserved event. A panic counts as an error.
 type Projection func(eventlog.Event) (*eventlog.Event, error)
 
-// project runs p on in. It answers the event to publish (nil for none) or,
+// Project runs p on in. It answers the event to publish (nil for none) or,
 // when the event is to be dead-lettered, why.
 func Project(p Projection, in eventlog.Event, reserved []string) (out *eventlog.Event, dead string) {
 	if p == nil {
