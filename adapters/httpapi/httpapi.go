@@ -30,6 +30,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/relayr-go/relayr/adapters/httpapi/internal/tokens"
+
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
@@ -135,7 +137,7 @@ type Limits struct {
 // API is the handler.
 type API struct {
 	c       Config
-	tokens  []tokenEntry
+	tokens  *tokens.Tenants
 	op      [32]byte
 	mux     *http.ServeMux
 	hooks   *hookSlots
@@ -176,11 +178,6 @@ func Routes() []Route {
 		out = append(out, r.Route)
 	}
 	return out
-}
-
-type tokenEntry struct {
-	digest [32]byte
-	tenant string
 }
 
 type route struct {
@@ -234,11 +231,7 @@ func New(c Config) *API {
 		polls:    &pollSlots{max: l.LongPollsPerToken, held: map[[sha256.Size]byte]int{}},
 		draining: make(chan struct{}),
 	}
-	for tok, tenant := range c.Tokens {
-		if tok != "" {
-			a.tokens = append(a.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
-		}
-	}
+	a.tokens = tokens.NewTenants(c.Tokens)
 	if c.OperatorToken != "" {
 		a.op = sha256.Sum256([]byte(c.OperatorToken))
 	}
@@ -341,30 +334,11 @@ func (a *API) tenantOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return tenant, true
 }
 
-// tenantOfToken compares the token's digest with every known token's in
-// constant time, never stopping at the first match, so the time taken tells
-// nothing of which token, or how much of one, was right.
-func (a *API) tenantOfToken(tok string) (string, bool) {
-	sum := sha256.Sum256([]byte(tok))
-	tenant, found := "", 0
-	for _, e := range a.tokens {
-		eq := subtle.ConstantTimeCompare(sum[:], e.digest[:])
-		if eq == 1 {
-			tenant = e.tenant
-		}
-		found |= eq
-	}
-	return tenant, found == 1
-}
+// tenantOfToken answers the tenant of a token (tokens.Tenants: in
+// constant time).
+func (a *API) tenantOfToken(tok string) (string, bool) { return a.tokens.Of(tok) }
 
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", false
-	}
-	return strings.TrimSpace(tok), true
-}
+func bearer(r *http.Request) (string, bool) { return tokens.Bearer(r) }
 
 // errorBody is every error's JSON.
 type errorBody struct {

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/httpapi/internal/tokens"
+
 	"github.com/relayr-go/relayr/adapters/httpapi/status"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/deliver"
@@ -854,12 +856,7 @@ type Page struct {
 	c      Config
 	op     [32]byte // the operator token's digest; zero without one
 	uiKey  []byte
-	tokens []tokenEntry
-}
-
-type tokenEntry struct {
-	digest [sha256.Size]byte
-	tenant string
+	tokens *tokens.Tenants
 }
 
 // New answers the page over c.
@@ -870,12 +867,7 @@ func New(c Config) *Page {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	p := &Page{c: c}
-	for tok, tenant := range c.Tokens {
-		if tok != "" {
-			p.tokens = append(p.tokens, tokenEntry{sha256.Sum256([]byte(tok)), tenant})
-		}
-	}
+	p := &Page{c: c, tokens: tokens.NewTenants(c.Tokens)}
 	if c.Token != "" {
 		p.op = sha256.Sum256([]byte(c.Token))
 		p.uiKey = uiKey(c.Token)
@@ -886,26 +878,8 @@ func New(c Config) *Page {
 // ServeHTTP implements http.Handler: everything under Path.
 func (a *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.serveUI(w, r) }
 
-// tenantOfToken answers the tenant a token is of, in constant time.
-func (a *Page) tenantOfToken(tok string) (string, bool) {
-	sum := sha256.Sum256([]byte(tok))
-	tenant, found := "", 0
-	for _, e := range a.tokens {
-		eq := subtle.ConstantTimeCompare(sum[:], e.digest[:])
-		if eq == 1 {
-			tenant = e.tenant
-		}
-		found |= eq
-	}
-	return tenant, found == 1
-}
+// tenantOfToken answers the tenant of a token (tokens.Tenants: in
+// constant time).
+func (a *Page) tenantOfToken(tok string) (string, bool) { return a.tokens.Of(tok) }
 
-// bearer reads an "Authorization: Bearer" token.
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", false
-	}
-	return strings.TrimSpace(tok), true
-}
+func bearer(r *http.Request) (string, bool) { return tokens.Bearer(r) }
