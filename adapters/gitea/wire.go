@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/forge"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -50,14 +51,7 @@ type wireComment struct {
 // issueNumber answers the number of the issue a comment of the
 // repository-wide list is on, from the end of its issue_url
 // ("…/owner/repo/issues/7"), and false for a pull request's comment.
-func (w wireComment) issueNumber() (int64, bool) {
-	i := strings.LastIndex(w.IssueURL, "/issues/")
-	if i < 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(w.IssueURL[i+len("/issues/"):], 10, 64)
-	return n, err == nil && n > 0
-}
+func (w wireComment) issueNumber() (int64, bool) { return forge.IssueNumber(w.IssueURL) }
 
 var errNoID = errors.New("a comment without an id")
 

@@ -55,12 +55,10 @@ type wireComment struct {
 // issueNumber answers the number of the issue a comment of the
 // repository-wide list is on, and false for a pull request's.
 func (w wireComment) issueNumber() (int64, bool) {
-	i := strings.LastIndex(w.IssueURL, "/issues/")
-	if i < 0 || strings.Contains(w.HTMLURL, "/pull/") {
+	if strings.Contains(w.HTMLURL, "/pull/") {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(w.IssueURL[i+len("/issues/"):], 10, 64)
-	return n, err == nil && n > 0
+	return forge.IssueNumber(w.IssueURL)
 }
 
 var errNoID = errors.New("a comment without an id")

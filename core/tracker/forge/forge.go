@@ -53,6 +53,18 @@ func (r Repo) IssueLink(web string, n int64) string {
 	return web + "/" + url.PathEscape(r.Owner) + "/" + url.PathEscape(r.Name) + "/issues/" + strconv.FormatInt(n, 10)
 }
 
+// IssueNumber answers the number of the issue a URL names by its last
+// "/issues/<n>" (a comment's issue_url on Gitea and GitHub), and false for
+// a URL that names none.
+func IssueNumber(url string) (int64, bool) {
+	i := strings.LastIndex(url, "/issues/")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(url[i+len("/issues/"):], 10, 64)
+	return n, err == nil && n > 0
+}
+
 // Read reads the repository with the client's token (GET repos/<owner>/
 // <name>): it answers the repository as the forge names it (names are
 // case-insensitive; full_name is how webhook deliveries name it) and

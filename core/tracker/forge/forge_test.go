@@ -83,3 +83,19 @@ func TestParseDelivery(t *testing.T) {
 		}
 	}
 }
+
+func TestIssueNumber(t *testing.T) {
+	for url, want := range map[string]int64{
+		"http://127.0.0.1:3000/relayr/live/issues/7":         7,
+		"https://api.github.com/repos/o/r/issues/12":         12,
+		"https://github.example/o/issues/r/issues/3":         3,
+		"https://api.github.com/repos/o/r/issues/0":          0,
+		"https://api.github.com/repos/o/r/issues/7/comments": 0,
+		"https://api.github.com/repos/o/r/pulls/7":           0,
+		"": 0,
+	} {
+		if n, ok := forge.IssueNumber(url); n != want || ok != (want > 0) {
+			t.Errorf("IssueNumber(%q) = %d, %v; want %d", url, n, ok, want)
+		}
+	}
+}
