@@ -1,6 +1,7 @@
 package follow_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -1448,6 +1449,36 @@ func logsLateAndRecovered(t *testing.T) {
 	}
 }
 
+// listingProjectComments is an env over a fake that lists the project's
+// comments in one read.
+func listingProjectComments(t *testing.T) *env {
+	fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
+	defer func() { fakeOptions = nil }()
+	return newEnv(t)
+}
+
+// commentOn has a person comment on each item, body "on <id>" unless one
+// is given.
+func (e *env) commentOn(body string, ids ...string) {
+	e.t.Helper()
+	for _, id := range ids {
+		if err := e.fake.PersonComment(ctx, id, cmp.Or(body, "on "+id)); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// pollReading polls once and wants it to have read the project's comments
+// project times and items' comments items times.
+func (e *env) pollReading(project, items int) {
+	e.t.Helper()
+	e.fake.ResetCalls()
+	e.poll()
+	if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != project || c != items {
+		e.t.Fatalf("%d reads of the project's comments and %d of items', want %d and %d", p, c, project, items)
+	}
+}
+
 // TestProjectCommentsInOneRead: where the tracker lists the project's
 // comments in one read, a poll with several changed items reads their
 // comments in one request, the items relayr just filed included, and
@@ -1455,63 +1486,38 @@ func logsLateAndRecovered(t *testing.T) {
 // time in an hour included; a poll with one such item reads its own.
 func TestProjectCommentsInOneRead(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
-		defer func() { fakeOptions = nil }()
-		e := newEnv(t)
+		e := listingProjectComments(t)
 		old := e.person("old")
 		e.after(time.Hour)
-		var items []tracker.Item
+		var ids []string
 		for i := range 3 {
-			items = append(items, e.person(fmt.Sprintf("P%d", i)))
+			ids = append(ids, e.person(fmt.Sprintf("P%d", i)).Ref.ID)
 		}
 		e.start()
 		e.wantEvents(0) // the seeding read
 		for i := range 3 {
-			items = append(items, e.ensure(fmt.Sprintf("k%d", i), tracker.Draft{Title: "filed"}))
+			ids = append(ids, e.ensure(fmt.Sprintf("k%d", i), tracker.Draft{Title: "filed"}).Ref.ID)
 		}
-		for _, it := range items {
-			if err := e.fake.PersonComment(ctx, it.Ref.ID, "on "+it.Ref.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e.fake.ResetCalls()
-		e.poll()
-		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 0 {
-			t.Fatalf("%d reads of the project's comments and %d of items', want 1 and 0", p, c)
-		}
-		evs := e.wantEvents(len(items))
-		for i, ev := range evs {
+		e.commentOn("", ids...)
+		e.pollReading(1, 0)
+		for i, ev := range e.wantEvents(len(ids)) {
 			if d := e.data(ev); ev.Type != follow.TypeItemCommented || d.Comment == nil || d.Comment.Body != "on "+d.Item.ID {
 				t.Fatalf("event %d: %s %s, want the comment on its item", i, ev.Type, ev.Data)
 			}
 		}
 		e.poll()
-		e.wantEvents(len(items))
+		e.wantEvents(len(ids))
 
 		// The old item, changed now for the first time in an hour, and one
 		// read in the last poll: the polls before read every comment made
 		// before this one's start, so one read from there holds both.
-		for _, id := range []string{old.Ref.ID, items[0].Ref.ID} {
-			if err := e.fake.PersonComment(ctx, id, "late"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e.fake.ResetCalls()
-		e.poll()
-		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 0 {
-			t.Fatalf("%d reads of the project's comments and %d of items', want 1 and 0", p, c)
-		}
-		e.wantEvents(len(items) + 2)
+		e.commentOn("late", old.Ref.ID, ids[0])
+		e.pollReading(1, 0)
+		e.wantEvents(len(ids) + 2)
 		// One item alone: a read of the project's is no cheaper.
-		if err := e.fake.PersonComment(ctx, old.Ref.ID, "alone"); err != nil {
-			t.Fatal(err)
-		}
-		e.fake.ResetCalls()
-		e.poll()
-		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 0 || c != 1 {
-			t.Fatalf("%d reads of the project's comments and %d of items', want 0 and 1", p, c)
-		}
-		e.wantEvents(len(items) + 3)
+		e.commentOn("alone", old.Ref.ID)
+		e.pollReading(0, 1)
+		e.wantEvents(len(ids) + 3)
 	})
 }
 
@@ -1520,21 +1526,13 @@ func TestProjectCommentsInOneRead(t *testing.T) {
 // the follower reads each item's, and publishes every comment once.
 func TestProjectCommentsTooManyForOneReadAreReadItemByItem(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		fakeOptions = []faketracker.Option{faketracker.WithProjectComments()}
-		defer func() { fakeOptions = nil }()
-		e := newEnv(t)
+		e := listingProjectComments(t)
 		a, b := e.person("A"), e.person("B")
 		e.start()
-		for i := range 2 * faketracker.PageSize {
-			if err := e.fake.PersonComment(ctx, []string{a.Ref.ID, b.Ref.ID}[i%2], fmt.Sprint("c", i)); err != nil {
-				t.Fatal(err)
-			}
+		for i := range faketracker.PageSize {
+			e.commentOn(fmt.Sprint("c", i), a.Ref.ID, b.Ref.ID)
 		}
-		e.fake.ResetCalls()
-		e.poll()
-		if p, c := e.fake.Calls(faketracker.MethodProjectComments), e.fake.Calls(faketracker.MethodComments); p != 1 || c != 2 {
-			t.Fatalf("%d reads of the project's comments and %d of items', want 1 (two pages to read) and 2", p, c)
-		}
+		e.pollReading(1, 2) // two pages to read: one spent to learn so
 		e.wantEvents(2 * faketracker.PageSize)
 	})
 }
