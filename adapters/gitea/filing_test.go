@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayr-go/relayr/adapters/gitea"
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -35,9 +33,9 @@ func TestFilingThroughTheWritePath(t *testing.T) {
 		em := newEmulated(t, giteaemu.Options{WebhookClient: discard()})
 		clk := clock.NewFake(t0)
 		l := coretest.NewFailingRecord()
-		conns := binding.NewConnections(clk, tracker.StaticCredentials{"t1/" + gitea.Kind: {Token: em.token}},
-			binding.Binding{Tenant: "t1", Workspace: "w1", Connector: em.conn})
-		return world{w: writes.New(writes.Config{Ledger: l, Connections: conns, Clock: clk}), l: l, clock: clk, em: em}
+		wd := coretest.NewWorld(coretest.WorldOptions{Tenant: "t1", Workspace: "w1", Connector: em.conn, Credentials: tracker.Credentials{Token: em.token},
+			Ledger: l, Clock: clk})
+		return world{w: wd.Writer, l: l, clock: clk, em: em}
 	}
 	ensure := func(t *testing.T, wd world, key string) (writes.Result, map[string]int, error) {
 		wd.em.e.ResetCounts()

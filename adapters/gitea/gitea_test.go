@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -327,5 +328,32 @@ func TestProjectCommentsReadThePagesTheCountSays(t *testing.T) {
 		if cs := byItem[id]; len(cs) != 20 || cs[0].Body != fmt.Sprintf("c%d", i) || cs[19].Body != fmt.Sprintf("c%d", 57+i) {
 			t.Fatalf("item %s: %d comments, want 20 from c%d, oldest first", id, len(cs), i)
 		}
+	}
+}
+
+// TestABurstOfFilingsReadsTheLabelsOnce: callers that wait for another's
+// resolution of the same labels find them made, and read the repository's
+// labels no more.
+func TestABurstOfFilingsReadsTheLabelsOnce(t *testing.T) {
+	em := newEmulated(t, giteaemu.Options{WebhookClient: discard()})
+	tr := tracker.New(em.driver(t))
+	em.e.ResetCounts()
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := tr.Create(context.Background(), fmt.Sprintf("k%d", i), tracker.Draft{Title: "build failed", Labels: []string{"ci", "flaky"}})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads, made := em.e.Requests("GET /api/v1/repos/{owner}/{repo}/labels"), em.e.Requests("POST /api/v1/repos/{owner}/{repo}/labels"); reads != 1 || made != 2 {
+		t.Fatalf("20 filings read the labels %d times and made %d, want 1 and 2", reads, made)
 	}
 }

@@ -59,6 +59,11 @@ func (d *Driver) labelIDs(ctx context.Context, names []string) ([]int64, error) 
 	}
 	d.lmu.Lock()
 	defer d.lmu.Unlock()
+	// A caller that waited here for another's resolution finds the names
+	// it made or read: the list is read once a burst, not once a caller.
+	if ids, missing = d.cached(names); len(missing) == 0 {
+		return ids, nil
+	}
 	if err := d.loadLabels(ctx); err != nil {
 		return nil, err
 	}
