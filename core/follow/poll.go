@@ -853,6 +853,12 @@ func (d *itemDiff) firstRead() {
 	for _, field := range Fields {
 		if v, ok := echo(r.tr, field, d.values[field], ledger.Canonical(field, it)); ok {
 			d.consume[field] = v
+			if p := ledger.Pending(d.values[field]); len(p) > 1 && v != p[0] {
+				// An edit of relayr's read back before the item's
+				// first read: an echo, as one read since a snapshot
+				// is (the creation's values are none).
+				r.f.fs.m.Add(metrics.Echoes, 1, r.labels())
+			}
 		} else if d.values[field] != "" {
 			d.supersede = append(d.supersede, field)
 			changed = append(changed, field)

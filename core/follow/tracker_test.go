@@ -312,10 +312,19 @@ func firstReadConsumesEchoes(t *testing.T) {
 	if len(e.row("k1").Values) == 0 {
 		t.Fatal("filing recorded no values")
 	}
+	// An edit of relayr's read back at the item's first read is an echo,
+	// counted as one read since a snapshot is; the creation's own values
+	// are not.
+	if err := e.update("k1", tracker.Patch{Title: coretest.Ptr("T1")}); err != nil {
+		t.Fatal(err)
+	}
 	e.start()
 	e.wantEvents(0)
 	if v := e.row("k1").Values; len(v) != 0 {
 		t.Fatalf("values %v left recorded after the first read", v)
+	}
+	if n := e.m.Get(metrics.Echoes); n != 1 {
+		t.Fatalf("echoes counted %v, want 1 (the edit's title)", n)
 	}
 }
 
