@@ -26,6 +26,7 @@ func Run(t *testing.T, newLog func(t *testing.T) eventlog.Log) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has a log of its own
 			c.run(t, newLog(t))
 		})
 	}

@@ -53,6 +53,9 @@ func Run(t *testing.T, newLedger func(t *testing.T) ledger.Ledger) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case has a store of its own (a schema, a file, a
+			// memory): the cases run side by side.
+			t.Parallel()
 			c.run(t, newLedger(t))
 		})
 	}

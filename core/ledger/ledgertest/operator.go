@@ -27,6 +27,7 @@ func RunOperator(t *testing.T, newStore func(t *testing.T) OperatorStore) {
 	t.Helper()
 	for _, c := range operatorCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has a store of its own
 			c.run(t, newStore(t))
 		})
 	}
