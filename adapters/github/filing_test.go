@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/github"
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
@@ -36,11 +35,9 @@ func newRun(t testing.TB, opts githubemu.Options, windows map[string][]budget.Tr
 	em := newEmulated(t, opts, github.Config{Now: clk.Now})
 	l := coretest.NewFailingRecord()
 	bud := budget.NewWith(clk, 0, budget.Options{Windows: windows})
-	conns := binding.NewConnections(clk, tracker.StaticCredentials{"t1/" + github.Kind: {Token: em.token}},
-		binding.Binding{Tenant: "t1", Workspace: "w1", Connector: em.conn})
-	conns.Budget = bud
-	w := writes.New(writes.Config{Ledger: l, Connections: conns, Clock: clk, Budget: bud})
-	return run{w: w, l: l, bud: bud, em: em, clock: clk}
+	wd := coretest.NewWorld(coretest.WorldOptions{Tenant: "t1", Workspace: "w1", Connector: em.conn, Credentials: tracker.Credentials{Token: em.token},
+		Ledger: l, Clock: clk, Budget: bud})
+	return run{w: wd.Writer, l: l, bud: bud, em: em, clock: clk}
 }
 
 func (r run) ensure(key string) (writes.Result, map[string]int, error) {

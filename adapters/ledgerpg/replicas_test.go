@@ -10,8 +10,6 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgerpg/pgtest"
-	"github.com/relayr-go/relayr/core/binding"
-	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -53,9 +51,7 @@ func newReplicas(t testing.TB, rls bool) *replicas {
 	fake := faketracker.New(faketracker.LikeVikunja)
 	gate := &gatedCreate{Tracker: fake}
 	writer := func(l writes.Ledger) *writes.Writer {
-		conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: gate}})
-		return writes.New(writes.Config{Ledger: l, Connections: conns})
+		return coretest.NewWorld(coretest.WorldOptions{Driver: gate, Ledger: l}).Writer
 	}
 	rr := &rereading{Ledger: second, reread: make(chan struct{})}
 	return &replicas{fake: fake, gate: gate, a: writer(first.Ledger), b: writer(rr), reread: rr.reread}

@@ -15,8 +15,8 @@ import (
 	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/follow"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/fixtures/memnet"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
@@ -48,11 +48,10 @@ func TestFigureFiftyProjectsUnderOneKeyDrawNo429(t *testing.T) {
 			}
 			bindings = append(bindings, binding.Binding{Tenant: "acme", Workspace: fmt.Sprintf("ws-%02d", i), Connector: conn})
 		}
-		conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}}, bindings...)
 		bud := budget.New(clock.System{}, budget.DefaultLimit)
-		conns.Budget = bud
-		led := memledger.New()
-		fs := follow.New(follow.Config{Ledger: led, Log: led, Connections: conns, Budget: bud, Logger: slog.New(slog.DiscardHandler), Holder: "replica"})
+		wd := coretest.NewWorld(coretest.WorldOptions{Bindings: bindings, Credentials: tracker.Credentials{Token: emu.Bot.Key}, Budget: bud})
+		led := wd.Memory
+		fs := follow.New(follow.Config{Ledger: led, Log: led, Connections: wd.Connections, Budget: bud, Logger: slog.New(slog.DiscardHandler), Holder: "replica"})
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -107,12 +106,10 @@ func TestFigurePlaneDeletionToFeed(t *testing.T) {
 		for i := range 12 {
 			ids = append(ids, emu.CreateItem(fmt.Sprint("item ", i)))
 		}
-		conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}},
-			binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn})
 		bud := budget.New(clock.System{}, budget.DefaultLimit)
-		conns.Budget = bud
-		led := memledger.New()
-		fs := follow.New(follow.Config{Ledger: led, Log: led, Connections: conns, Budget: bud, Logger: slog.New(slog.DiscardHandler), Holder: "replica"})
+		wd := coretest.NewWorld(coretest.WorldOptions{Connector: conn, Credentials: tracker.Credentials{Token: emu.Bot.Key}, Budget: bud})
+		led := wd.Memory
+		fs := follow.New(follow.Config{Ledger: led, Log: led, Connections: wd.Connections, Budget: bud, Logger: slog.New(slog.DiscardHandler), Holder: "replica"})
 		fs.Start(t.Context())
 		defer fs.Stop()
 		time.Sleep(2 * time.Minute) // seeded

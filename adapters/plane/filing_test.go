@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/plane"
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -35,9 +34,8 @@ func newFiling(t *testing.T) *filing {
 		t.Fatal(err)
 	}
 	l := coretest.NewFailingRecord()
-	conns := binding.NewConnections(c, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn})
-	return &filing{w: writes.New(writes.Config{Ledger: l, Connections: conns, Clock: c}), ledger: l, clock: c, emu: emu}
+	wd := coretest.NewWorld(coretest.WorldOptions{Connector: conn, Credentials: tracker.Credentials{Token: emu.Bot.Key}, Ledger: l, Clock: c})
+	return &filing{w: wd.Writer, ledger: l, clock: c, emu: emu}
 }
 
 func (f *filing) ensure(key string) (writes.Result, error) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/plane"
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
@@ -42,13 +42,10 @@ func newReadBack(t *testing.T, opts planeemu.Options) *readBack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := memledger.New()
-	conns := binding.NewConnections(c, tracker.StaticCredentials{"acme/" + plane.Kind: {Token: emu.Bot.Key}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: conn})
+	wd := coretest.NewWorld(coretest.WorldOptions{Connector: conn, Credentials: tracker.Credentials{Token: emu.Bot.Key}, Clock: c})
 	return &readBack{
-		emu: emu, clock: c, store: store,
-		w:  writes.New(writes.Config{Ledger: store, Connections: conns, Clock: c}),
-		fs: follow.New(follow.Config{Ledger: store, Log: store, Connections: conns, Clock: c, Logger: slog.New(slog.DiscardHandler)}),
+		emu: emu, clock: c, store: wd.Memory, w: wd.Writer,
+		fs: follow.New(follow.Config{Ledger: wd.Memory, Log: wd.Memory, Connections: wd.Connections, Clock: c, Logger: slog.New(slog.DiscardHandler)}),
 	}
 }
 

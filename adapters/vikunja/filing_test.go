@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/vikunja"
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/ledger"
@@ -32,9 +31,9 @@ func newFiling(t *testing.T) *filing {
 	conn := vikunja.Connector{BaseURL: srv.URL, Project: e.CreateProject("Lattice", "LAT"),
 		Options: []vikunja.Option{vikunja.WithTransport(srv.Client().Transport), vikunja.WithClock(c.Now)}}
 	l := coretest.NewFailingRecord()
-	conns := binding.NewConnections(c, tracker.StaticCredentials{"t1/" + vikunja.Kind: {Token: e.Token}},
-		binding.Binding{Tenant: "t1", Workspace: "w1", Connector: conn})
-	return &filing{w: writes.New(writes.Config{Ledger: l, Connections: conns, Clock: c}), ledger: l, clock: c, e: e}
+	wd := coretest.NewWorld(coretest.WorldOptions{Tenant: "t1", Workspace: "w1", Connector: conn, Credentials: tracker.Credentials{Token: e.Token},
+		Ledger: l, Clock: c})
+	return &filing{w: wd.Writer, ledger: l, clock: c, e: e}
 }
 
 func (f *filing) ensure(t *testing.T, key string) (writes.Result, error) {

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/vikunja"
-	"github.com/relayr-go/relayr/core/binding"
-	"github.com/relayr-go/relayr/core/clock"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
 	"github.com/relayr-go/relayr/fixtures/memnet"
@@ -49,9 +47,7 @@ func runFlood(t *testing.T, patience time.Duration, opts ...vikunja.Option) floo
 	t.Cleanup(e.Close)
 	conn := vikunja.Connector{BaseURL: s.URL, Project: e.CreateProject("Lattice", "LAT"),
 		Options: append([]vikunja.Option{vikunja.WithTransport(s.Transport())}, opts...)}
-	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"t1/" + vikunja.Kind: {Token: e.Token}},
-		binding.Binding{Tenant: "t1", Workspace: "w1", Connector: conn})
-	w := writes.New(writes.Config{Ledger: memledger.New(), Connections: conns})
+	w := coretest.NewWorld(coretest.WorldOptions{Tenant: "t1", Workspace: "w1", Connector: conn, Credentials: tracker.Credentials{Token: e.Token}}).Writer
 
 	var mu sync.Mutex
 	var f flood

@@ -1,6 +1,7 @@
 // Package coretest holds what the tests of relayr's modules share, so that
 // no module's tests keep a copy of their own: a pointer to a value, a
-// connector of one tracker, and a ledger whose record fails on demand.
+// connector of one tracker, ledgers and logs that fail on demand, and a
+// World, the core wired for one test (world.go).
 // Standard library and core only; nothing in it is for production use.
 package coretest
 

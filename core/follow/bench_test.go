@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
@@ -35,14 +34,13 @@ var t0 = time.Date(2026, 10, 17, 9, 0, 0, 0, time.UTC)
 func benchFollower(b *testing.B, tr tracker.Driver, l ledger.Ledger, clk clock.Clock) *follower {
 	b.Helper()
 	mem := memledger.New()
-	bd := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}}
-	conns := binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {}}, bd)
+	wd := coretest.NewWorld(coretest.WorldOptions{Driver: tr, Clock: clk})
 	// The daily sweep reads the whole project, a page a request, and is
 	// measured apart (BenchmarkSeed reads the same way); here it is kept
 	// out of the polls.
-	fs := New(Config{Ledger: l, Log: mem, Connections: conns, Clock: clk, Logger: slog.New(slog.DiscardHandler), Holder: "bench",
+	fs := New(Config{Ledger: l, Log: mem, Connections: wd.Connections, Clock: clk, Logger: slog.New(slog.DiscardHandler), Holder: "bench",
 		Options: Options{SweepEvery: math.MaxInt64, SweepMin: -1}})
-	return newFollower(fs, bd)
+	return newFollower(fs, wd.Binding)
 }
 
 func mustPoll(b *testing.B, f *follower) {

@@ -15,7 +15,6 @@ import (
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -45,10 +44,8 @@ func followMany(t *testing.T, n, limit int) *keyed {
 		k.fakes = append(k.fakes, f)
 		bindings = append(bindings, binding.Binding{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Connector: coretest.Connector{Driver: rec}})
 	}
-	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk"}}, bindings...)
-	conns.Budget = k.bud
-	mem := memledger.New()
-	k.fs = follow.New(follow.Config{Ledger: mem, Log: mem, Connections: conns, Budget: k.bud, Logger: slog.New(slog.DiscardHandler),
+	wd := coretest.NewWorld(coretest.WorldOptions{Bindings: bindings, Budget: k.bud})
+	k.fs = follow.New(follow.Config{Ledger: wd.Memory, Log: wd.Memory, Connections: wd.Connections, Budget: k.bud, Logger: slog.New(slog.DiscardHandler),
 		Holder: "replica", Options: follow.Options{SweepMin: -1}})
 	t.Cleanup(k.fs.Stop)
 	return k

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/relayr-go/relayr/core/binding"
-	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger/memledger"
@@ -152,9 +150,7 @@ func TestAWriteNeverSentReleasesItsClaimAtOnce(t *testing.T) {
 }
 
 func writerOver(tr tracker.Driver, l *memledger.Ledger, m metrics.Metrics) *writes.Writer {
-	conns := binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}})
-	return writes.New(writes.Config{Ledger: l, Connections: conns, Metrics: m})
+	return coretest.NewWorld(coretest.WorldOptions{Driver: tr, Ledger: l, Writes: writes.Config{Metrics: m}}).Writer
 }
 
 // pacedCreate makes each create take took.

@@ -10,11 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/relayr-go/relayr/core/binding"
 	"github.com/relayr-go/relayr/core/clock"
+	"github.com/relayr-go/relayr/core/coretest"
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/ledger"
-	"github.com/relayr-go/relayr/core/ledger/memledger"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/writes"
 )
@@ -42,9 +41,8 @@ func stress(t *testing.T, flavour faketracker.Flavour) {
 	const keys, workers = 200, 16
 	clk := clock.System{} // virtual inside the bubble
 	fake := faketracker.New(flavour, faketracker.WithClock(clk), faketracker.WithChaos(faketracker.Chaos{P: 0.25, Seed: 7}))
-	led := memledger.New()
-	b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}}
-	w := writes.New(writes.Config{Ledger: led, Connections: binding.NewConnections(clk, tracker.StaticCredentials{"acme/fake": {}}, b), Clock: clk})
+	wd := coretest.NewWorld(coretest.WorldOptions{Driver: fake, Clock: clk})
+	led, w := wd.Memory, wd.Writer
 
 	var attempts atomic.Int64
 	var wg sync.WaitGroup

@@ -49,16 +49,13 @@ func newEnv(t *testing.T, f faketracker.Flavour) *env {
 // timers).
 func newEnvOn(t *testing.T, f faketracker.Flavour, clk clock.Clock) *env {
 	t.Helper()
-	fake := faketracker.New(f, faketracker.WithClock(clk))
 	led := memledger.New()
-	b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}}
-	creds := tracker.StaticCredentials{"acme/fake": {Token: "tk"}}
-	conns := binding.NewConnections(clk, creds, b)
 	sw := integrations.NewSwitches()
 	m := metrics.NewMemory()
-	bud := budget.New(clk, 40)
-	w := writes.New(writes.Config{Ledger: led, Log: led, Connections: conns, Integrations: sw, Clock: clk, Metrics: m, Budget: bud})
-	return &env{t: t, clock: clk, start: time.Now(), fake: fake, ledger: led, conns: conns, switch_: sw, m: m, budget: bud, w: w}
+	bud := budget.New(clk, 40) // the writer's alone: the connections observe none
+	wd := coretest.NewWorld(coretest.WorldOptions{Driver: faketracker.New(f, faketracker.WithClock(clk)), Ledger: led, Clock: clk,
+		Writes: writes.Config{Log: led, Integrations: sw, Metrics: m, Budget: bud}})
+	return &env{t: t, clock: clk, start: time.Now(), fake: wd.Fake, ledger: led, conns: wd.Connections, switch_: sw, m: m, budget: bud, w: wd.Writer}
 }
 
 func (e *env) ensure(key string, d tracker.Draft) (writes.Result, error) {
@@ -90,9 +87,8 @@ func (e *env) update(key string, p tracker.Patch) (tracker.Item, error) {
 // through makes the writer reach the fake through tr, a wrapper that
 // changes some of its answers.
 func (e *env) through(tr tracker.Driver) {
-	e.conns = binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {Token: "tk"}},
-		binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: tr}})
-	e.w = writes.New(writes.Config{Ledger: e.ledger, Connections: e.conns, Clock: e.clock, Budget: e.budget})
+	wd := coretest.NewWorld(coretest.WorldOptions{Driver: tr, Ledger: e.ledger, Clock: e.clock, Writes: writes.Config{Budget: e.budget}})
+	e.conns, e.w = wd.Connections, wd.Writer
 }
 
 func (e *env) row(kind ledger.Kind, key string) ledger.Claim {
@@ -765,9 +761,8 @@ func TestEnsureItem(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)
 			slow := &slowCreate{Tracker: e.fake, entered: make(chan struct{}), release: make(chan struct{})}
-			b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: coretest.Connector{Driver: slow}}
-			conns := binding.NewConnections(e.clock, tracker.StaticCredentials{"acme/fake": {}}, b)
-			w := writes.New(writes.Config{Ledger: e.ledger, Connections: conns, Clock: e.clock, Options: writes.Options{WriteBound: time.Hour}})
+			w := coretest.NewWorld(coretest.WorldOptions{Driver: slow, Ledger: e.ledger, Clock: e.clock,
+				Writes: writes.Config{Options: writes.Options{WriteBound: time.Hour}}}).Writer
 			type answer struct {
 				r   writes.Result
 				err error
@@ -856,9 +851,7 @@ func TestEnsureItem(t *testing.T) {
 
 	t.Run("TheBindingsDefaultsFillWhatTheDraftLeavesOut", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fake := faketracker.New(faketracker.LikePlane)
-			b := binding.Binding{Tenant: "acme", Workspace: "ops", Connector: &faketracker.Connector{Fake: fake}, Defaults: tracker.Draft{State: tracker.Todo, Labels: []string{"relayr"}}}
-			w := writes.New(writes.Config{Ledger: memledger.New(), Connections: binding.NewConnections(clock.System{}, tracker.StaticCredentials{"acme/fake": {}}, b)})
+			w := coretest.NewWorld(coretest.WorldOptions{Defaults: tracker.Draft{State: tracker.Todo, Labels: []string{"relayr"}}}).Writer
 			r, err := w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x", Labels: []string{"ci"}}})
 			if err != nil {
 				t.Fatal(err)
