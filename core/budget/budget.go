@@ -471,6 +471,7 @@ func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func()
 // what it sends as debt, which spaces the next poll's start. It fails only
 // when ctx ends.
 func (b *Budget) Continue(ctx context.Context, key string) (context.Context, func(), error) {
+	start := b.clock.Now()
 	for {
 		b.mu.Lock()
 		now := b.clock.Now()
@@ -482,6 +483,7 @@ func (b *Budget) Continue(ctx context.Context, key string) (context.Context, fun
 		if wait <= 0 {
 			b.sendRead(a, now)
 			m := b.reserve(a, key)
+			m.waited = now.Sub(start) // what the minute's room held it (Waited)
 			b.mu.Unlock()
 			return m.ctx(ctx), m.done, nil
 		}
@@ -650,8 +652,9 @@ type meter struct {
 type meterKey struct{}
 
 // Waited answers how long the call ctx was handed out for (Floor, Spare,
-// Idle) waited for its key's pacer before its first request: zero when it
-// went at once. A poll that waited is one the budget deferred.
+// Idle) waited for its key's pacer before its first request, or (Continue)
+// for the minute's room: zero when it went at once. A poll that waited is
+// one the budget deferred.
 func Waited(ctx context.Context) time.Duration {
 	if m, ok := ctx.Value(meterKey{}).(*meter); ok {
 		return m.waited

@@ -122,8 +122,9 @@ type pollRun struct {
 	announced bool
 	requests  atomic.Int64
 	published int
-	// waited is how long the poll's first request waited for the key's
-	// pacer: a poll the budget deferred.
+	// waited is how long the poll's requests waited for the key's budget
+	// (its first for the pacer, the rest for the minute's room): a poll
+	// the budget deferred.
 	waited time.Duration
 	asked  bool
 	// unannounced counts the changes the poll published that no nudge
@@ -221,6 +222,7 @@ func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func
 			if ctx, done, err = bud.Continue(ctx, key); err != nil {
 				return err
 			}
+			pr.waited += budget.Waited(ctx) // its comment reads, its next pages
 		case use == accessFloor:
 			var err error
 			if ctx, done, err = bud.Floor(ctx, key); err != nil {
@@ -777,12 +779,18 @@ func (r *reader) snapshotOf(ctx context.Context, it tracker.Item) (snap, tomb *s
 // covers, or is not made.
 func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) error {
 	r.known, r.comments = nil, nil
-	if r.tr == nil || !r.tr.ListsProjectComments() || r.since.IsZero() || r.sweep != nil {
+	if r.tr == nil || !r.tr.ListsProjectComments() || r.sweep != nil {
 		return nil
 	}
-	floor := r.since.Add(-r.f.fs.opts.Lookback)
+	// A poll from the project's beginning (its cursor never moved: the
+	// project was empty when first read) has no lookback to start from:
+	// only items first read, from their creation, are read so.
+	var floor time.Time
+	if !r.since.IsZero() {
+		floor = r.since.Add(-r.f.fs.opts.Lookback)
+	}
 	r.known = map[string]snapRead{}
-	covered := map[string]bool{}
+	pc := &pageComments{since: floor, covered: map[string]bool{}}
 	for _, it := range items {
 		if it.Archived || it.Comments != nil {
 			continue
@@ -796,18 +804,24 @@ func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) err
 		switch {
 		case skip || !want:
 		case snap != nil:
-			covered[it.Ref.ID] = true
+			pc.covered[it.Ref.ID] = !floor.IsZero()
 		case tomb != nil:
-			covered[it.Ref.ID] = !since.Before(floor)
+			pc.covered[it.Ref.ID] = !floor.IsZero() && !since.Before(floor)
+		case it.CreatedAt.IsZero():
+		case floor.IsZero():
+			pc.covered[it.Ref.ID] = true
+			if pc.since.IsZero() || it.CreatedAt.Before(pc.since) {
+				pc.since = it.CreatedAt
+			}
 		default:
-			covered[it.Ref.ID] = !it.CreatedAt.IsZero() && !it.CreatedAt.Before(floor)
+			pc.covered[it.Ref.ID] = !it.CreatedAt.Before(floor)
 		}
 	}
-	maps.DeleteFunc(covered, func(_ string, c bool) bool { return !c })
+	maps.DeleteFunc(pc.covered, func(_ string, c bool) bool { return !c })
+	covered := pc.covered
 	if len(covered) < 2 {
 		return nil
 	}
-	pc := &pageComments{since: floor, covered: covered}
 	var ok bool
 	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 		var err error

@@ -1545,3 +1545,66 @@ func TestProjectCommentsTooManyForOneReadAreReadItemByItem(t *testing.T) {
 		e.wantEvents(2 * faketracker.PageSize)
 	})
 }
+
+// TestProjectCommentsOfAProjectEmptyAtItsFirstRead: a binding seeded on an
+// empty project polls from the project's beginning (no cursor to look back
+// from), and still reads the comments of the items filed since in one
+// request, from their creation.
+func TestProjectCommentsOfAProjectEmptyAtItsFirstRead(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := listingProjectComments(t)
+		e.start()
+		if c := e.cursor(); !c.Seeded || !c.UpdatedAt.IsZero() {
+			t.Fatalf("cursor %+v after reading an empty project, want seeded at no item", c)
+		}
+		var ids []string
+		for i := range 40 {
+			ids = append(ids, e.ensure(fmt.Sprintf("k%d", i), tracker.Draft{Title: "filed"}).Ref.ID)
+		}
+		e.commentOn("", ids[:3]...)
+		e.pollReading(1, 0)
+		e.wantEvents(3)
+	})
+}
+
+// TestAPollWhoseReadsWaitForTheMinuteIsDeferred: a poll whose comment
+// reads wait for room in the key's minute is one the budget deferred, in
+// the log's line and the metric, though its first request went at once.
+func TestAPollWhoseReadsWaitForTheMinuteIsDeferred(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		var logged strings.Builder
+		var mu sync.Mutex
+		e := newEnv(t, withBudget(10), withLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		var ids []string
+		for i := range 12 {
+			ids = append(ids, e.person(fmt.Sprintf("P%d", i)).Ref.ID)
+		}
+		e.start()
+		e.after(time.Minute) // the seeding read's minute is past
+		e.commentOn("", ids...)
+		e.after(3 * time.Minute)
+		e.wantEvents(len(ids))
+		mu.Lock()
+		defer mu.Unlock()
+		for _, line := range strings.Split(logged.String(), "\n") {
+			if strings.Contains(line, `msg="tracker poll"`) && strings.Contains(line, "published=12") {
+				if strings.Contains(line, "waited=0s") {
+					t.Fatalf("the poll that read 12 comments on a minute of 10 says it waited for nothing: %s", line)
+				}
+				return
+			}
+		}
+		t.Fatalf("no poll published the 12 comments:\n%s", logged.String())
+	})
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
