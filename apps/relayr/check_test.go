@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -21,20 +20,7 @@ func TestCheckReachesEveryBoundTrackerWithItsCredentials(t *testing.T) {
 	ps := httptest.NewServer(plane)
 	defer ps.Close()
 	path := filepath.Join(t.TempDir(), "relayr.toml")
-	cfg := fmt.Sprintf(`[[tenants]]
-name = "acme"
-token = {env = "ACME_TOKEN"}
-[tenants.trackers.plane]
-key = {env = "ACME_PLANE_KEY"}
-
-[[bindings]]
-tenant = "acme"
-workspace = "ops"
-tracker = "plane"
-base_url = %q
-plane_workspace = %q
-project = %q
-`, ps.URL, plane.Workspace, plane.Project)
+	cfg := acmeOnPlane(ps.URL, plane)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

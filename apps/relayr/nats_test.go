@@ -30,6 +30,28 @@ import (
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
+// acmeOnPlane is the tenant acme, its token and Plane key from the
+// environment (ACME_TOKEN, ACME_PLANE_KEY), and acme/ops bound to the Plane
+// emulation at planeURL: the tables the binary's tests configure alike.
+func acmeOnPlane(planeURL string, plane *planeemu.Server) string {
+	return fmt.Sprintf(`
+[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.plane]
+key = {env = "ACME_PLANE_KEY"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "ops"
+tracker = "plane"
+base_url = %q
+plane_workspace = %q
+project = %q
+identifier = %q
+`, planeURL, plane.Workspace, plane.Project, plane.Identifier)
+}
+
 // natsConfig is a configuration with one Plane binding (on the emulation,
 // which a new binding seeds silently) and one NATS subscription on stream
 // under prefix; ledger is its [ledger] table.
@@ -45,22 +67,7 @@ shutdown_grace = "1s"
 
 [log]
 level = "info"
-
-[[tenants]]
-name = "acme"
-token = {env = "ACME_TOKEN"}
-[tenants.trackers.plane]
-key = {env = "ACME_PLANE_KEY"}
-
-[[bindings]]
-tenant = "acme"
-workspace = "ops"
-tracker = "plane"
-base_url = %q
-plane_workspace = %q
-project = %q
-identifier = %q
-
+%s
 [[subscriptions]]
 tenant = "acme"
 workspace = "ops"
@@ -69,7 +76,7 @@ name = "broker"
 servers = [%q]
 stream = %q
 subject_prefix = %q
-`, ledgerTable, planeURL, plane.Workspace, plane.Project, plane.Identifier, natstest.URL(), stream, prefix)
+`, ledgerTable, acmeOnPlane(planeURL, plane), natstest.URL(), stream, prefix)
 }
 
 // appendEvents appends n events to acme/ops's log, as a rule would publish

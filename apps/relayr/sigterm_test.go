@@ -47,22 +47,7 @@ operator_token = {env = "OP_TOKEN"}
 
 [timings]
 poll = "1s"
-
-[[tenants]]
-name = "acme"
-token = {env = "ACME_TOKEN"}
-[tenants.trackers.plane]
-key = {env = "ACME_PLANE_KEY"}
-
-[[bindings]]
-tenant = "acme"
-workspace = "ops"
-tracker = "plane"
-base_url = %q
-plane_workspace = %q
-project = %q
-identifier = %q
-`, addr, ps.URL, plane.Workspace, plane.Project, plane.Identifier)
+`, addr) + acmeOnPlane(ps.URL, plane)
 	path := filepath.Join(dir, "relayr.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
