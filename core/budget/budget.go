@@ -471,7 +471,7 @@ func (b *Budget) Floor(ctx context.Context, key string) (context.Context, func()
 // what it sends as debt, which spaces the next poll's start. It fails only
 // when ctx ends.
 func (b *Budget) Continue(ctx context.Context, key string) (context.Context, func(), error) {
-	start := b.clock.Now()
+	start, blocked := b.clock.Now(), false
 	for {
 		b.mu.Lock()
 		now := b.clock.Now()
@@ -483,11 +483,14 @@ func (b *Budget) Continue(ctx context.Context, key string) (context.Context, fun
 		if wait <= 0 {
 			b.sendRead(a, now)
 			m := b.reserve(a, key)
-			m.waited = now.Sub(start) // what the minute's room held it (Waited)
+			if blocked {
+				m.waited = now.Sub(start) // what the minute's room held it (Waited)
+			}
 			b.mu.Unlock()
 			return m.ctx(ctx), m.done, nil
 		}
 		b.mu.Unlock()
+		blocked = true
 		if err := clock.Sleep(ctx, b.clock, wait); err != nil {
 			return ctx, func() {}, err
 		}

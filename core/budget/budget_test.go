@@ -520,3 +520,18 @@ func TestA304IsGivenBack(t *testing.T) {
 		tracker.Free(context.Background()) // a context no budget meters: nothing happens
 	})
 }
+
+// TestAContinueThatGoesAtOnceWaitedForNothing: on the system's clock, a
+// poll's further request that finds room in the minute reports no wait, so
+// no poll that went at once counts as deferred.
+func TestAContinueThatGoesAtOnceWaitedForNothing(t *testing.T) {
+	b := budget.New(clock.System{}, 40)
+	ctx, done, err := b.Continue(context.Background(), "acme/fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if w := budget.Waited(ctx); w != 0 {
+		t.Fatalf("a request with room in the minute waited %s", w)
+	}
+}
