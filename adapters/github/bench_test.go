@@ -18,18 +18,25 @@ import (
 // points and 80 content creations a minute, 500 an hour) at relayr's
 // default budget: the filings an hour one token sustains once the first
 // hour is past, and the answers over a limit GitHub sent (goal 0: relayr
-// holds a filing, unsent, before GitHub would refuse it).
+// holds a filing, unsent, before GitHub would refuse it), and what each
+// filing cost in requests and in points of GitHub's hour.
 func BenchmarkSustainedFilings(b *testing.B) {
-	var perHour, refused, held float64
+	var perHour, refused, held, requests, points, filings float64
 	for b.Loop() {
 		r := newRun(b, githubemu.Options{}, nil)
 		start := r.clock.Now()
 		filed := map[int]int{} // by hour
 		for i := 0; r.clock.Now().Sub(start) < 3*time.Hour; i++ {
-			_, _, err := r.ensure(fmt.Sprintf("k%05d", i))
+			before := r.em.e.Spent(r.em.token)
+			_, counts, err := r.ensure(fmt.Sprintf("k%05d", i))
 			switch {
 			case err == nil:
 				filed[int(r.clock.Now().Sub(start)/time.Hour)]++
+				filings++
+				for _, n := range counts {
+					requests += float64(n)
+				}
+				points += float64(r.em.e.Spent(r.em.token) - before)
 			case errors.Is(err, tracker.ErrRateLimited) || writes.CodeOf(err).Retryable():
 				held++
 			default:
@@ -47,4 +54,7 @@ func BenchmarkSustainedFilings(b *testing.B) {
 	b.ReportMetric(perHour/n, "filings/hour")
 	b.ReportMetric(refused/n, "github-refusals")
 	b.ReportMetric(held/n, "held/3h")
+	// What a filing costs, the connection's first reads spread over all.
+	b.ReportMetric(requests/filings, "requests/filing")
+	b.ReportMetric(points/filings, "points/filing")
 }

@@ -210,6 +210,16 @@ func (r results) trackerRows(t string) []row {
 	if v, ok := r.get("TrackerRequests/"+t+"/change", "requests/change"); ok {
 		rows = append(rows, row{"Tracker requests per change detected, " + t, num(v), "–", "–"})
 	}
+	if t == "GitHub" {
+		// GitHub's filings run on virtual time, within its content limits
+		// (adapters/github): at real time they would measure the limit.
+		if v, ok := r.get("SustainedFilings", "requests/filing"); ok {
+			rows = append(rows, row{"Tracker requests per filing, GitHub (a new key a second, virtual time)", num(v), "–", "–"})
+		}
+		if v, ok := r.get("SustainedFilings", "points/filing"); ok {
+			rows = append(rows, row{"Points of the tracker's hourly limit per filing, GitHub", num(v), "–", "–"})
+		}
+	}
 	if v, ok := r.get("SustainedFilings", "filings/hour"); ok && t == "GitHub" {
 		refused, _ := r.get("SustainedFilings", "github-refusals")
 		rows = append(rows, row{"Filings an hour one token sustains, a new key every second for 3 h (virtual time), GitHub", fmt.Sprintf("%s, %s answers over a limit", num(v), count(refused)), "GitHub's 500 content creations an hour, 80 a minute", "–"})

@@ -22,9 +22,8 @@ BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	     
 BenchmarkChangeToFeed/Plane/webhook-2           	       1	2011994978 ns/op	      2012 ms/change
 BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
 BenchmarkDeletionToFeed/Vikunja/webhook-2       	       1	2035126320 ns/op	      2035 ms/deletion
-BenchmarkAPIFilings/GitHub/relayr-2         	       4	   1616561 ns/op	        16.00 clients	       618.6 filings/s	         1.000 points/filing	         1.000 requests/filing
 BenchmarkTrackerRequests/GitHub/burst-2     	       4	   7234364 ns/op	         2.000 requests/poll
-BenchmarkSustainedFilings-2   	       1	 494849724 ns/op	       500.0 filings/hour	         0 github-refusals	      9300 held/3h
+BenchmarkSustainedFilings-2   	       1	 494849724 ns/op	       500.0 filings/hour	         0 github-refusals	      9300 held/3h	         1.001 points/filing	         1.001 requests/filing
 BenchmarkBeat/Postgres-2         	    1411	   2092045 ns/op	         2.091 ms/beat
 BenchmarkBindings1000-2   	       1	6207366355 ns/op	      6934 bytes/binding	        16.00 conns	         1.053 goroutines/binding
 PASS
@@ -86,6 +85,7 @@ func TestTableSetsEachTrackersFiguresBesideWhatTheyAreMeasuredAgainst(t *testing
 		"| Change to feed polling every 30 s, no webhook, Plane (modelled: 110 ms measured at 200 ms) | 15,010 ms | 30,010 ms polling every minute (modelled) | 0.50 |",
 		"| Deletion to feed with a webhook, Vikunja | 2,035 ms | the next daily sweep without one | – |",
 		"| Points of the tracker's hourly limit per filing, GitHub | 1.00 | – | – |",
+		"| Tracker requests per filing, GitHub (a new key a second, virtual time) | 1.00 | – | – |",
 		"| Tracker requests per poll after comments on 10 items, GitHub | 2.00 | 11 reading each item's comments | – |",
 		"| Filings an hour one token sustains, a new key every second for 3 h (virtual time), GitHub | 500, 0 answers over a limit | GitHub's 500 content creations an hour, 80 a minute | – |",
 		// A figure without its counterpart still has its row.

@@ -96,6 +96,9 @@ func (g *gitea) Forward(url string) {
 
 func (g *gitea) ForwardDeletions(url string) { g.Forward(url) }
 
+// Titles implements counting.
+func (g *gitea) Titles() map[string]int { return g.e.Titles(forgeBot, forgeRepo) }
+
 func (g *gitea) Close() {
 	g.srv.Close()
 	g.e.Close()
