@@ -166,6 +166,12 @@ func byOrder(order []string) func(a, b string) int {
 
 func (r results) trackerRows(t string) []row {
 	var rows []row
+	// plain is a row of one figure, against nothing.
+	plain := func(bench, metric, label string) {
+		if v, ok := r.get(bench, metric); ok {
+			rows = append(rows, row{label, num(v), "–", "–"})
+		}
+	}
 	if rel, ok := r.get("APIFilings/"+t+"/relayr", "filings/s"); ok {
 		fig := "Filings/s through relayr's HTTP API, " + t
 		if c, ok := r.get("APIFilings/"+t+"/relayr", "clients"); ok {
@@ -201,24 +207,14 @@ func (r results) trackerRows(t string) []row {
 		}
 		rows = append(rows, row{"Tracker requests per filing, " + t, num(rel), against, rat})
 	}
-	if v, ok := r.get("APIFilings/"+t+"/relayr", "points/filing"); ok {
-		rows = append(rows, row{"Points of the tracker's hourly limit per filing, " + t, num(v), "–", "–"})
-	}
-	if v, ok := r.get("TrackerRequests/"+t+"/change", "points/change"); ok {
-		rows = append(rows, row{"Points of the tracker's hourly limit per change detected, " + t, num(v), "–", "–"})
-	}
-	if v, ok := r.get("TrackerRequests/"+t+"/change", "requests/change"); ok {
-		rows = append(rows, row{"Tracker requests per change detected, " + t, num(v), "–", "–"})
-	}
+	plain("APIFilings/"+t+"/relayr", "points/filing", "Points of the tracker's hourly limit per filing, "+t)
+	plain("TrackerRequests/"+t+"/change", "points/change", "Points of the tracker's hourly limit per change detected, "+t)
+	plain("TrackerRequests/"+t+"/change", "requests/change", "Tracker requests per change detected, "+t)
 	if t == "GitHub" {
 		// GitHub's filings run on virtual time, within its content limits
 		// (adapters/github): at real time they would measure the limit.
-		if v, ok := r.get("SustainedFilings", "requests/filing"); ok {
-			rows = append(rows, row{"Tracker requests per filing, GitHub (a new key a second, virtual time)", num(v), "–", "–"})
-		}
-		if v, ok := r.get("SustainedFilings", "points/filing"); ok {
-			rows = append(rows, row{"Points of the tracker's hourly limit per filing, GitHub", num(v), "–", "–"})
-		}
+		plain("SustainedFilings", "requests/filing", "Tracker requests per filing, GitHub (a new key a second, virtual time)")
+		plain("SustainedFilings", "points/filing", "Points of the tracker's hourly limit per filing, GitHub")
 	}
 	if v, ok := r.get("SustainedFilings", "filings/hour"); ok && t == "GitHub" {
 		refused, _ := r.get("SustainedFilings", "github-refusals")
@@ -227,9 +223,7 @@ func (r results) trackerRows(t string) []row {
 	if v, ok := r.get("TrackerRequests/"+t+"/burst", "requests/poll"); ok {
 		rows = append(rows, row{"Tracker requests per poll after comments on 10 items, " + t, num(v), "11 reading each item's comments", "–"})
 	}
-	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "requests/poll"); ok {
-		rows = append(rows, row{"Tracker requests per idle poll, " + t, num(v), "–", "–"})
-	}
+	plain("TrackerRequests/"+t+"/idle-poll", "requests/poll", "Tracker requests per idle poll, "+t)
 	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "points/poll"); ok {
 		rows = append(rows, row{"Points of the tracker's hourly limit per idle poll (a 304 costs none), " + t, num(v), "1 point an unconditional poll", "–"})
 	}
