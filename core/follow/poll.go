@@ -540,6 +540,13 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 	return l.SaveCursor(ctx, r.f.id, ledger.Cursor{UpdatedAt: last.UpdatedAt, ItemID: last.ID})
 }
 
+// readAfterRecord reports whether the page being read was asked for after
+// the claim's record, by recordSkew at the least, so it shows the item as
+// the filing left it or later.
+func (r *reader) readAfterRecord(row *ledger.Claim) bool {
+	return row.Recorded && !r.sentAt.IsZero() && r.sentAt.After(row.RecordedAt.Add(recordSkew))
+}
+
 // recordSkew is how far after a filing's record, on the clock of the
 // replica that recorded it, a read's request must have been sent, on its
 // own replica's clock, to show the item as the filing left it: a margin
@@ -619,6 +626,16 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	// Seeding is silent: a new binding's first read snapshots every item
 	// and publishes nothing, unless the binding names a since.
 	seeding := snap == nil && tomb == nil && r.sweep != nil && r.sweep.first
+	if snap == nil && tomb == nil && !seeding && row != nil && !r.readAfterRecord(row) {
+		// relayr's item, read before its filing was recorded or too soon
+		// after it (on another replica's clock): what it shows may be half
+		// made (Vikunja labels a task after it makes it), or a person's
+		// change the record must be read against. Snapshotted as it stands,
+		// that change would never be published (live: a person closed an
+		// issue a second after relayr filed it). It is left for the next
+		// poll, whose lookback lists it again (ADR-0036's departures).
+		return nil, nil, nil
+	}
 	comments, gone, err := r.newComments(ctx, it, snap, tomb, seeding)
 	if err != nil || gone {
 		return nil, nil, err
@@ -878,7 +895,7 @@ func (d *itemDiff) firstRead() {
 			changed = append(changed, field)
 		}
 	}
-	if row != nil && row.Recorded && !d.seeding && d.tomb == nil && r.sentAt.After(row.RecordedAt.Add(recordSkew)) {
+	if row != nil && !d.seeding && d.tomb == nil && r.readAfterRecord(row) {
 		// An item relayr filed that a person changed before any read
 		// of it: what relayr recorded is what the item held before
 		// (ADR-0036's departures). The change is from the record, so a

@@ -68,6 +68,7 @@ var followerCases = []struct {
 	{"PersonsChangeJoinsTheRunsChain", joinsTheRunsChain},
 	{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
 	{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
+	{"APersonsChangeReadBeforeTheRecordIsPublishedOnceItIsRecorded", changeBeforeTheRecord},
 	{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
 	{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
 	{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
@@ -430,6 +431,33 @@ func readBeforeTheRecord(t *testing.T) {
 	e.wantEvents(0)
 	e.poll() // the next read sees the label: relayr's, an echo
 	e.wantEvents(0)
+}
+
+// A person's change to relayr's item that a read sees before the filing's
+// record is published once the record is there, by the next poll: the
+// early read leaves the item unsnapshotted rather than taking the change
+// for the filing.
+func changeBeforeTheRecord(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	e.start()
+	e.rec.answerNext(func(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+		// The filing lands and is recorded while the page is read, and a
+		// person closes it at once.
+		it := e.ensure("k1", tracker.Draft{Title: "T", State: tracker.Todo})
+		if err := e.fake.SetState(it.Ref.ID, tracker.Done); err != nil {
+			t.Fatal(err)
+		}
+		return e.fake.Items(ctx, q)
+	})
+	e.poll()
+	e.wantEvents(0)
+	e.poll()
+	evs := e.wantEvents(1)
+	if d := e.data(evs[0]); evs[0].Type != follow.TypeItemChanged || d.Field != tracker.FieldState {
+		t.Fatalf("event %s %s, want the person's close", evs[0].Type, evs[0].Data)
+	}
+	e.poll()
+	e.wantEvents(1)
 }
 
 // A key a person wrote that no store takes (Vikunja's marker line, over
