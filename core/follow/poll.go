@@ -203,7 +203,8 @@ func (f *follower) completed(ctx context.Context, pr *pollRun, took time.Duratio
 		"published", pr.published, "waited", pr.waited, "took", took)
 }
 
-// request makes one tracker call with the budget's leave: a floor call
+// request makes one tracker call with the budget's leave, counting each
+// of its requests in metrics.Reads: a floor call
 // waits for the key's pacer, a spare or idle one goes only when the key has
 // a request to spare and answers errOutOfBudget when not. Every request
 // the call sends (a connection's reads among them) is counted in the key's
@@ -255,11 +256,15 @@ func (f *follower) request(ctx context.Context, use access, pr *pollRun, fn func
 		}
 		defer done()
 	}
-	if pr != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { pr.requests.Add(1) },
-		})
-	}
+	labels := f.labels()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if pr != nil {
+				pr.requests.Add(1)
+			}
+			f.fs.m.Add(metrics.Reads, 1, labels)
+		},
+	})
 	return f.fs.conns.Do(ctx, f.b, func(ctx context.Context, tr *tracker.Tracker) error {
 		f.setTracker(tr)
 		return fn(ctx, tr)

@@ -1636,3 +1636,21 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestEveryRequestOfTheFollowersIsCountedAsARead: the polls, their comment
+// reads and the sweep's requests are each one metrics.Reads, so writes and
+// reads together are every request a replica sends a tracker.
+func TestEveryRequestOfTheFollowersIsCountedAsARead(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := newEnv(t)
+		a := e.person("A")
+		e.fake.ResetCalls()
+		e.start()
+		e.commentOn("", a.Ref.ID)
+		e.poll()
+		e.wantEvents(1)
+		if got, want := e.m.Get(metrics.Reads), float64(e.fake.TotalCalls()); got != want || got == 0 {
+			t.Fatalf("%v reads counted, the fake answered %v", got, want)
+		}
+	})
+}

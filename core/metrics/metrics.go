@@ -33,6 +33,9 @@ const (
 	DeliveryFailures = "relayr.followers.delivery_failures"
 	// Writes counts writes sent to trackers.
 	Writes = "relayr.trackers.writes"
+	// Reads counts the requests the followers sent to trackers: polls,
+	// comment reads, sweeps, the checks of reported deletions.
+	Reads = "relayr.trackers.reads"
 	// Published counts tracker events appended to the log.
 	Published = "relayr.trackers.published"
 	// Echoes counts read-back values dropped as relayr's own.

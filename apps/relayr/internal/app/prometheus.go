@@ -27,11 +27,11 @@ type Prometheus struct {
 var _ metrics.Metrics = (*Prometheus)(nil)
 
 // NewPrometheus registers core's counters with reg as they are first counted,
-// and the ADRs' five and the writes at once, so they read 0 before anything
+// and the ADRs' five, the writes and the reads at once, so they read 0 before anything
 // happened.
 func NewPrometheus(reg *prometheus.Registry) *Prometheus {
 	p := &Prometheus{reg: reg, vec: map[string]*prometheus.CounterVec{}}
-	for _, n := range []string{metrics.Unnudged, metrics.NudgesRefused, metrics.DeadLetters, metrics.Loops, metrics.FollowersStopped, metrics.Writes} {
+	for _, n := range []string{metrics.Unnudged, metrics.NudgesRefused, metrics.DeadLetters, metrics.Loops, metrics.FollowersStopped, metrics.Writes, metrics.Reads} {
 		// A series of no labels, so that the counter is scraped (and an
 		// alert on it has a series) before the first count.
 		p.counter(n).WithLabelValues(make([]string, len(promLabels))...)

@@ -60,7 +60,7 @@ func TestTheCountersAnAlertWatchesAreScrapedBeforeTheFirstCount(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"relayr_trackers_unnudged_total", "relayr_trackers_nudges_refused_total", "relayr_trackers_dead_letters_total",
-		"relayr_trackers_loops_total", "relayr_followers_stopped_total", "relayr_trackers_writes_total"} {
+		"relayr_trackers_loops_total", "relayr_followers_stopped_total", "relayr_trackers_writes_total", "relayr_trackers_reads_total"} {
 		if v, ok := got[name]; !ok || v != 0 {
 			t.Errorf("%s: %v (scraped: %v), want a series at 0", name, v, ok)
 		}
