@@ -15,13 +15,10 @@ package drivertest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -59,21 +56,13 @@ func RunVirtual(t *testing.T, newHarness func(t *testing.T) Harness) {
 }
 
 func runCases(t *testing.T, newHarness func(t *testing.T) Harness, virtual bool) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	run := hex.EncodeToString(b)
-	for _, c := range Cases {
-		t.Run(c.Name, func(t *testing.T) {
-			check := func(t *testing.T) {
-				c.Check(t, newHarness(t), func(suffix string) string { return "dt-" + run + "/" + c.Name + "/" + suffix })
-			}
-			if virtual {
-				synctest.Test(t, check)
-				return
-			}
-			check(t)
-		})
+	names := make([]string, len(Cases))
+	for i, c := range Cases {
+		names[i] = c.Name
 	}
+	trackertest.EachCase(t, "dt", names, virtual, func(t *testing.T, i int, key func(string) string) {
+		Cases[i].Check(t, newHarness(t), key)
+	})
 }
 
 // Case is one rule of the suite.

@@ -69,30 +69,35 @@ func RunVirtual(t *testing.T, newHarness func(t *testing.T) Harness) {
 }
 
 func runCases(t *testing.T, newHarness func(t *testing.T) Harness, virtual bool) {
-	run := newRun()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			check := func(t *testing.T) { c.fn(t, newHarness(t), run.key(c.name)) }
-			if virtual {
-				synctest.Test(t, check)
-				return
-			}
-			check(t)
-		})
+	names := make([]string, len(cases))
+	for i, c := range cases {
+		names[i] = c.name
 	}
+	EachCase(t, "tt", names, virtual, func(t *testing.T, i int, key func(string) string) {
+		cases[i].fn(t, newHarness(t), key)
+	})
 }
 
-type runIDs struct{ id string }
-
-func newRun() runIDs {
+// EachCase runs check for each of a suite's cases, by name, each in a
+// subtest of its own and, virtual, in a synctest bubble, with keys unique
+// to the run and the case ("<prefix>-<run>/<name>/<suffix>"), so a live
+// tracker's project can be shared between runs. trackertest and
+// drivertest run their tables through it.
+func EachCase(t *testing.T, prefix string, names []string, virtual bool, check func(t *testing.T, i int, key func(suffix string) string)) {
+	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return runIDs{id: hex.EncodeToString(b)}
-}
-
-// key makes keys unique to this run and case.
-func (r runIDs) key(name string) keyFn {
-	return func(suffix string) string { return "tt-" + r.id + "/" + name + "/" + suffix }
+	run := hex.EncodeToString(b)
+	for i, name := range names {
+		t.Run(name, func(t *testing.T) {
+			key := func(suffix string) string { return prefix + "-" + run + "/" + name + "/" + suffix }
+			if virtual {
+				synctest.Test(t, func(t *testing.T) { check(t, i, key) })
+				return
+			}
+			check(t, i, key)
+		})
+	}
 }
 
 type keyFn = func(suffix string) string
