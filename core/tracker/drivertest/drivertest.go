@@ -16,6 +16,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,6 +84,7 @@ var Cases = []Case{
 	{"NoPageHoldsMoreThanMaxPage", pagesCapped},
 	{"ADeletedItemIsNotFoundAndNudgedWhereTheTrackerSaysSo", deletion},
 	{"ProjectCommentsAnswerWhatEachItemsCommentsAnswer", projectComments},
+	{"ProjectCommentsThatTakeMoreReadsThanAllowedAreNotAnswered", projectCommentsPaged},
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -386,5 +388,56 @@ func projectComments(t *testing.T, h Harness, key func(string) string) {
 		if !it.CreatedAt.IsZero() && own[0].CreatedAt.Before(it.CreatedAt) {
 			t.Fatalf("item %s made at %s, its comment at %s", it.Ref.ID, it.CreatedAt, own[0].CreatedAt)
 		}
+	}
+}
+
+// maxPagedComments bounds the comments projectCommentsPaged makes while it
+// looks for more than one read's worth (GitHub's pages hold 100).
+const maxPagedComments = 150
+
+// projectCommentsPaged: a read of the project's comments allowed one
+// request answers incomplete once the comments take more (never a part
+// of them as if whole), and with reads enough it answers every one.
+func projectCommentsPaged(t *testing.T, h Harness, key func(string) string) {
+	ctx := ctxOf(t)
+	pc, ok := h.Driver.(tracker.ProjectCommenter)
+	if !ok || !h.Driver.Capabilities().ProjectComments {
+		if _, ok, err := tracker.New(h.Driver).ProjectComments(ctx, time.Now(), 1); ok || err != nil {
+			t.Fatalf("ProjectComments of a driver that reads comments item by item: ok %v, %v; want not so", ok, err)
+		}
+		return
+	}
+	it := create(t, h, key("a"), tracker.Draft{Title: "Commented at length"})
+	since := it.UpdatedAt.Add(-time.Second)
+	made := 0
+	for ; made < maxPagedComments; made++ {
+		if made > 0 && made%10 == 0 {
+			if _, complete, err := pc.ProjectComments(ctx, since, 1); err != nil {
+				t.Fatal(err)
+			} else if !complete {
+				break
+			}
+		}
+		// A person's, so that no limit on what relayr creates (GitHub's 80
+		// a minute) is met.
+		if err := h.Person.Comment(ctx, it.Ref.ID, fmt.Sprintf("comment %d", made)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made == maxPagedComments {
+		t.Fatalf("%d comments still came whole in one read: no page holds that many", made)
+	}
+	cs, complete, err := pc.ProjectComments(ctx, since, maxPagedComments)
+	if err != nil || !complete {
+		t.Fatalf("ProjectComments with reads enough: complete %v, %v", complete, err)
+	}
+	got := 0
+	for _, c := range cs {
+		if c.ItemID == it.Ref.ID {
+			got++
+		}
+	}
+	if got != made {
+		t.Fatalf("%d of the item's %d comments answered", got, made)
 	}
 }
