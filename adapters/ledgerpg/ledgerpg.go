@@ -588,6 +588,13 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 	})
 }
 
+// InsertSnapshot implements ledger.Driver.
+func (d *driver) InsertSnapshot(ctx context.Context, r ledger.SnapshotRow) (bool, error) {
+	n, err := d.exec(ctx, r.Tenant, d.q.insertSnapshot, r.Tenant, r.Workspace, r.ItemID, nonEmpty(r.Item),
+		ts(r.UpdatedAt), ts(r.CommentsUntil), r.Removed)
+	return n == 1, err
+}
+
 // DeleteSnapshot implements ledger.Driver.
 func (d *driver) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
 	_, err := d.exec(ctx, tenant, d.q.deleteSnapshot, tenant, workspace, itemID)

@@ -4,14 +4,14 @@ import "strings"
 
 // queries are the ledger's statements with its schema filled in.
 type queries struct {
-	lookup, lookupItem, claim, record, release, markDeleted string
-	valuesForUpdate, setValues, countWrite, forgetWrites    string
-	uncountWrite                                            string
-	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs    string
-	followed, ping, appendEvent, readEvents, headEvent      string
-	latestEvents, unrecorded, deletedKeys, atCap            string
-	beat, leave, lockLog                                    string
-	tracker, log                                            followerQueries
+	lookup, lookupItem, claim, record, release, markDeleted              string
+	valuesForUpdate, setValues, countWrite, forgetWrites                 string
+	uncountWrite                                                         string
+	snapshot, saveSnapshots, insertSnapshot, deleteSnapshot, snapshotIDs string
+	followed, ping, appendEvent, readEvents, headEvent                   string
+	latestEvents, unrecorded, deletedKeys, atCap                         string
+	beat, leave, lockLog                                                 string
+	tracker, log                                                         followerQueries
 }
 
 const deadLetterColumns = `event_id, seq, event, reason, at, resolution, resolved_at`
@@ -85,6 +85,10 @@ func newQueries(schema string) queries {
 			ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
 				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until,
 				removed = excluded.removed`),
+		// A filing's first snapshot: written only where the item has none.
+		insertSnapshot: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (tenant, workspace, item_id) DO NOTHING`),
 		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
 			WHERE tenant = $1 AND workspace = $2 AND item_id > $3 AND NOT removed ORDER BY item_id LIMIT $4`),

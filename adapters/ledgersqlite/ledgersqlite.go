@@ -514,6 +514,25 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 	})
 }
 
+// InsertSnapshot implements ledger.Driver.
+func (d *driver) InsertSnapshot(ctx context.Context, r ledger.SnapshotRow) (bool, error) {
+	item := r.Item
+	if item == nil {
+		item = []byte{}
+	}
+	saved := false
+	err := d.write(ctx, func(x on) error {
+		res, err := x.exec(insertSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil), boolInt(r.Removed))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		saved = n == 1
+		return err
+	})
+	return saved, err
+}
+
 // DeleteSnapshot implements ledger.Driver.
 func (d *driver) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
 	return d.write(ctx, func(x on) error {

@@ -83,6 +83,10 @@ const (
 		ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
 			item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until,
 			removed = excluded.removed`
+	// A filing's first snapshot: written only where the item has none.
+	insertSnapshot = `INSERT INTO relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, workspace, item_id) DO NOTHING`
 	deleteSnapshot = `DELETE FROM relayr_tracker_snapshots WHERE tenant = ? AND workspace = ? AND item_id = ?`
 	// A page of ids after the third argument, in byte order (BINARY),
 	// tombstones left out.
@@ -182,7 +186,7 @@ func newFollowerQueries(followers, deadLetters string) followerQueries {
 func writeStatements() []string {
 	out := []string{
 		claimFresh, claimRetake, recordClaim, releaseClaim, markDeleted, lookupClaim, claimValues, setClaimValues,
-		forgetLapsedWrites, countWrites, addWrite, forgetWrites, uncountWrite, saveSnapshot, deleteSnapshot, appendEvent, eventSeq,
+		forgetLapsedWrites, countWrites, addWrite, forgetWrites, uncountWrite, saveSnapshot, insertSnapshot, deleteSnapshot, appendEvent, eventSeq,
 		savepoint, rollbackToSavepoint, releaseSavepoint,
 	}
 	for _, q := range []followerQueries{trackerQueries, logQueries} {

@@ -94,6 +94,9 @@ type SnapshotDriver interface {
 	// SaveSnapshots writes rows, replacing earlier ones, in one
 	// transaction; Store hands it one row per item.
 	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
+	// InsertSnapshot writes row unless its item has a snapshot (a
+	// tombstone included), answering whether it wrote it.
+	InsertSnapshot(ctx context.Context, row SnapshotRow) (bool, error)
 	// DeleteSnapshot forgets an item's snapshot.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error
 	// SnapshotIDs answers up to limit item ids of a workspace's snapshots

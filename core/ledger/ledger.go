@@ -333,6 +333,11 @@ type Snapshots interface {
 	Snapshot(ctx context.Context, tenant, workspace, itemID string) (SnapshotRow, error)
 	// SaveSnapshots writes snapshots, replacing earlier ones, atomically.
 	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
+	// SaveFiledSnapshot saves the first snapshot of an item relayr
+	// filed, the one its filing leaves, unless the item has a snapshot
+	// already (a follower read it first, or its tombstone): it never
+	// replaces one, and answers whether it saved the row.
+	SaveFiledSnapshot(ctx context.Context, row SnapshotRow) (saved bool, err error)
 	// DeleteSnapshot forgets an item's snapshot (a deleted item), its
 	// tombstone included.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error

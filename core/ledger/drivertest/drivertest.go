@@ -63,6 +63,7 @@ var cases = []struct {
 	{"CountWriteCountsWithinTheWindowOnly", countWriteCountsWithinTheWindow},
 	{"LeasesAreConditionedOnExpiryAndNonce", leasesAreConditioned},
 	{"SnapshotIDsPageInByteOrder", snapshotIDsPage},
+	{"OneOfManyRacingInsertSnapshotsWritesTheRow", racingInsertSnapshots},
 	{"DeadLetterKeepsAnIDOnceAndResolvesOnce", deadLetterOnce},
 	{"AppendAppendsAnIDOnceAmongRacingAppends", racingAppends},
 	{"MapErrorAnswersAForeignErrorAsItIs", mapErrorKeepsForeignErrors},
@@ -407,6 +408,42 @@ func snapshotIDsPage(t *testing.T, d ledger.Driver) {
 	must(t, err)
 	if !slices.Equal(first, []string{"10", "9"}) || !slices.Equal(rest, []string{"a", "b", "c"}) {
 		t.Fatalf("pages %v then %v; want [10 9] then [a b c] (byte order, after the last)", first, rest)
+	}
+}
+
+// racingInsertSnapshots: a filing's snapshot is written once whoever races
+// it, and never over a row that stands.
+func racingInsertSnapshots(t *testing.T, d ledger.Driver) {
+	ctx := t.Context()
+	const n = 8
+	var wg sync.WaitGroup
+	saved := make([]bool, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			row := ledger.SnapshotRow{Tenant: "acme", Workspace: "ops", ItemID: "it-1",
+				Item: []byte(fmt.Sprintf(`{"n":%d}`, i)), UpdatedAt: t0.Add(time.Duration(i) * time.Second)}
+			saved[i], errs[i] = d.InsertSnapshot(ctx, row)
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i := range n {
+		must(t, errs[i])
+		if saved[i] {
+			if winner >= 0 {
+				t.Fatalf("inserts %d and %d both wrote the row", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no insert wrote the row")
+	}
+	got, err := d.Snapshot(ctx, "acme", "ops", "it-1")
+	must(t, err)
+	if want := fmt.Sprintf(`{"n":%d}`, winner); string(got.Item) != want {
+		t.Fatalf("row %s, want the winner's %s", got.Item, want)
 	}
 }
 

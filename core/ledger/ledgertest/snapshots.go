@@ -15,6 +15,7 @@ var snapshotCases = []testCase{
 	{"SnapshotIsSavedAndRead", snapshotSaved},
 	{"SnapshotIsReplaced", snapshotReplaced},
 	{"SnapshotIsDeleted", snapshotDeleted},
+	{"AFiledSnapshotIsSavedOnlyWhereThereIsNone", snapshotFiled},
 	{"ATombstoneIsReadButNotListed", snapshotTombstone},
 	{"SnapshotIDsListsAWorkspaceInByteOrder", snapshotIDsInOrder},
 	{"SnapshotIDsWalksALargeWorkspaceAndLetsFnCallTheLedger", snapshotIDsLarge},
@@ -45,6 +46,48 @@ func snapshotReplaced(t *testing.T, l ledger.Ledger) {
 	if !sameSnapshot(got, want) || !got.CommentsUntil.IsZero() {
 		t.Fatalf("snapshot %+v, want %+v", got, want)
 	}
+}
+
+// snapshotFiled saves a filing's snapshot where the item has none, and
+// never over a follower's snapshot or a tombstone.
+func snapshotFiled(t *testing.T, l ledger.Ledger) {
+	ctx := t.Context()
+	filed := snap("ops", "item-1", 1)
+	saved, err := l.SaveFiledSnapshot(ctx, filed)
+	mustNil(t, err)
+	if !saved {
+		t.Fatal("a filed snapshot of an item with none was not saved")
+	}
+	got, err := l.Snapshot(ctx, "acme", "ops", "item-1")
+	if err != nil || !sameSnapshot(got, filed) {
+		t.Fatalf("snapshot %+v, %v, want %+v", got, err, filed)
+	}
+	// A follower's later read replaces it; a filed one never replaces.
+	read := snap("ops", "item-1", 5)
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{read}))
+	again := snap("ops", "item-1", 9)
+	if saved, err = l.SaveFiledSnapshot(ctx, again); err != nil || saved {
+		t.Fatalf("a filed snapshot over a read one: saved %v, %v", saved, err)
+	}
+	if got, err = l.Snapshot(ctx, "acme", "ops", "item-1"); err != nil || !sameSnapshot(got, read) {
+		t.Fatalf("snapshot %+v, %v, want the read one %+v", got, err, read)
+	}
+	tomb := snap("ops", "item-2", 2)
+	tomb.Removed = true
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{tomb}))
+	if saved, err = l.SaveFiledSnapshot(ctx, snap("ops", "item-2", 3)); err != nil || saved {
+		t.Fatalf("a filed snapshot over a tombstone: saved %v, %v", saved, err)
+	}
+	if got, err = l.Snapshot(ctx, "acme", "ops", "item-2"); err != nil || !sameSnapshot(got, tomb) {
+		t.Fatalf("snapshot %+v, %v, want the tombstone %+v", got, err, tomb)
+	}
+	// Another workspace's item of the same id is another item.
+	other := snap("other", "item-1", 4)
+	if saved, err = l.SaveFiledSnapshot(ctx, other); err != nil || !saved {
+		t.Fatalf("another workspace's filed snapshot: saved %v, %v", saved, err)
+	}
+	_, err = l.SaveFiledSnapshot(ctx, ledger.SnapshotRow{Tenant: "acme", Workspace: "ops"})
+	mustIs(t, err, ledger.ErrInvalid)
 }
 
 func snapshotDeleted(t *testing.T, l ledger.Ledger) {

@@ -290,6 +290,21 @@ func (l *driver) SaveSnapshots(_ context.Context, rows []ledger.SnapshotRow) err
 	return nil
 }
 
+// InsertSnapshot implements ledger.Driver.
+func (l *driver) InsertSnapshot(_ context.Context, r ledger.SnapshotRow) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := workspaceKey{r.Tenant, r.Workspace}
+	if _, ok := l.snapshots[w][r.ItemID]; ok {
+		return false, nil
+	}
+	if l.snapshots[w] == nil {
+		l.snapshots[w] = map[string]ledger.SnapshotRow{}
+	}
+	l.snapshots[w][r.ItemID] = copySnapshot(r)
+	return true, nil
+}
+
 // DeleteSnapshot implements ledger.Driver.
 func (l *driver) DeleteSnapshot(_ context.Context, tenant, workspace, itemID string) error {
 	l.mu.Lock()
