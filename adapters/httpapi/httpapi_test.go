@@ -250,19 +250,19 @@ func TestWriteAPI(t *testing.T) {
 			t.Fatalf("first: %+v", first)
 		}
 		// Answered from the ledger before any read of the item, the state
-		// the tracker gave it (the draft named none) and its time are not
-		// known: left out, never "" or year 1, which the schema refuses.
+		// the tracker gave it (the draft named none) and its time are
+		// what the filing's answer said: the item's first snapshot.
 		var raw struct {
 			Item map[string]json.RawMessage `json:"item"`
 		}
 		if err := json.Unmarshal(r.body, &raw); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := raw.Item["state"]; ok {
-			t.Fatalf("state %s answered, want it left out", raw.Item["state"])
+		if got := string(raw.Item["state"]); got != `"backlog"` {
+			t.Fatalf("state %s answered, want the tracker's backlog", got)
 		}
-		if _, ok := raw.Item["updated_at"]; ok {
-			t.Fatalf("updated_at %s answered, want it left out", raw.Item["updated_at"])
+		if _, ok := raw.Item["updated_at"]; !ok {
+			t.Fatal("updated_at left out, want the filing's answer's")
 		}
 	})
 

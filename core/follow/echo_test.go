@@ -1,6 +1,7 @@
 package follow_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,9 +21,9 @@ func rewrittenDescriptionEcho(t *testing.T) {
 	if it.Description != "<p>Failed: see the log</p>" {
 		t.Fatalf("the fake holds %q, want it rewritten", it.Description)
 	}
-	want := `"Failed: see the log"` + "\n" + `"\u003cp\u003eFailed: see the log\u003c/p\u003e"`
-	if v := e.row("k1").Values[tracker.FieldDescription]; v != want {
-		t.Fatalf("recorded %q, want the prediction then the answer", ledger.Pending(v))
+	want := []string{`"Failed: see the log"`, `"\u003cp\u003eFailed: see the log\u003c/p\u003e"`}
+	if v := ledger.Pending(e.row("k1").Values[tracker.FieldDescription]); !slices.Equal(v, want) {
+		t.Fatalf("recorded %q, want the prediction then the answer", v)
 	}
 	e.start()
 	e.wantEvents(0)

@@ -38,6 +38,12 @@ const (
 	// Vikunja keeps time to the second; the rest is room for the clocks of
 	// relayr and the tracker to differ.
 	DefaultSettleAfter = 5 * time.Second
+	// DefaultFilingBound: relayr's item whose key is claimed and not yet
+	// recorded, read with no snapshot, is left for the next poll for this
+	// long after its claim: the write bound (20 s) and the retake (30 s)
+	// of ADR-0033, within which a filing leaves the item's first snapshot
+	// or its claim is retaken by one that will.
+	DefaultFilingBound = 50 * time.Second
 )
 
 // Options tune the followers; a zero field takes the seeds' default.
@@ -62,6 +68,10 @@ type Options struct {
 	// SettleAfter is how long after an item's last change a read finds its
 	// comments settled (see DefaultSettleAfter).
 	SettleAfter time.Duration
+	// FilingBound is how long after its claim relayr's item with no
+	// snapshot is left for its filing to leave one (see
+	// DefaultFilingBound); past it the item is read as it stands.
+	FilingBound time.Duration
 	// ReopenAfter, when set, opens a stopped follower again that long after
 	// it stopped, as Open would: a service has no one to open a workspace,
 	// and a storage failure that passes must not stop the reading for good.
@@ -91,6 +101,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.Debounce, DefaultDebounce)
 	def(&o.SettleAfter, DefaultSettleAfter)
+	def(&o.FilingBound, DefaultFilingBound)
 	def(&o.MaxJitter, DefaultMaxJitter)
 	if o.Jitter == nil {
 		o.Jitter = func(max time.Duration) time.Duration {

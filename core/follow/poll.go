@@ -23,28 +23,13 @@ import (
 // errOutOfBudget: the poll found no request left in the minute.
 var errOutOfBudget = errors.New("follow: no request left in the budget this minute")
 
-// snapshot is an item as the follower last read it, as it keeps it in
-// SnapshotRow.Item. Times are kept exact here whatever the store's
-// precision.
-type snapshot struct {
-	Item tracker.Item `json:"item"`
-	// CommentsUntil is the creation time of the newest comment read; SeenAt
-	// the ids of those read created at that very time, so one created in
-	// the same instant after the read is still new.
-	CommentsUntil time.Time `json:"comments_until"`
-	SeenAt        []string  `json:"seen_at,omitempty"`
-	// Through marks every comment created at or before CommentsUntil as
-	// old (ADR-0036: "A seeded item's comments until its last change are
-	// old").
-	Through bool `json:"through,omitempty"`
-	// Settled is set once the item was read SettleAfter or more after its
-	// last change: until then a comment made in the same second as that
-	// change (Vikunja keeps time to the second) may not have moved the
-	// item, so its comments are read again.
-	Settled bool `json:"settled,omitempty"`
-}
+// snapshot is an item as relayr last knew it, as a snapshot row keeps it
+// (ledger.ItemSnapshot): a follower's last read of it, or the filing's
+// answer for an item relayr filed that no follower has read yet.
+type snapshot = ledger.ItemSnapshot
 
-func (s *snapshot) isNew(c tracker.Comment) bool {
+// isNew reports whether a comment was not read before s.
+func isNew(s *snapshot, c tracker.Comment) bool {
 	switch {
 	case c.CreatedAt.After(s.CommentsUntil):
 		return true
@@ -54,7 +39,8 @@ func (s *snapshot) isNew(c tracker.Comment) bool {
 	return false
 }
 
-func (s *snapshot) saw(c tracker.Comment) {
+// saw notes a comment read in s.
+func saw(s *snapshot, c tracker.Comment) {
 	switch {
 	case c.CreatedAt.After(s.CommentsUntil):
 		s.CommentsUntil, s.SeenAt, s.Through = c.CreatedAt, []string{c.ID}, false
@@ -78,6 +64,9 @@ type sweep struct {
 	// listed: the read reached the last page; what is left is to find
 	// the removed items.
 	listed bool
+	// hold is where the cursor stops at the sweep's end when the sweep
+	// left an item for the next poll (reader.held): before that item.
+	hold *tracker.Cursor
 	// requests counts what the sweep sent, over every poll it took.
 	requests int64
 }
@@ -374,7 +363,7 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 			r.with(tr)
 			// What relayr wrote and the tracker answered before this
 			// request is sent, the page shows, or a later value.
-			r.sentAt = f.fs.clock.Now()
+			r.sentAt, r.sent = f.fs.clock.Now(), ledger.Now()
 			var err error
 			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
 			return err
@@ -425,11 +414,15 @@ type reader struct {
 	announced bool
 	sweep     *sweep
 	// sentAt is when the request for the page being read was sent
-	// (SupersedePending's before).
+	// (SupersedePending's before), and sent that moment in this process.
 	sentAt time.Time
+	sent   ledger.Moment
 	// since is the time the read lists changes from (zero: the whole
 	// project).
 	since time.Time
+	// held is set once the read left an item for the next poll: the
+	// cursor stays before it for the rest of the read.
+	held *tracker.Cursor
 	// known holds the page's snapshots read ahead of its items, for the
 	// comments read once for the page (pageComments), by item id.
 	known map[string]snapRead
@@ -441,7 +434,7 @@ type reader struct {
 // snapRead is readSnapshot's answer for one item.
 type snapRead struct {
 	snap, tomb *snapshot
-	skip       bool
+	v          verdict
 }
 
 // pageComments is a page's comments read in one request of the project's
@@ -476,11 +469,13 @@ type consumption struct {
 // what differs is published; then the snapshots are saved, the echoes
 // consumed, and the cursor moved past what was read (ADR-0036: "It saves
 // the snapshots, then its cursor"). A poll whose comments run out of budget
-// stops at that item; what it read before is kept.
+// stops at that item; what it read before is kept. An item left for the
+// next poll (deferred) holds the cursor before it for the rest of the
+// read, so the next poll lists it again however late it comes.
 func (r *reader) page(ctx context.Context, items []tracker.Item) error {
 	var rows []ledger.SnapshotRow
 	var consumed []consumption
-	var last *tracker.Cursor
+	var last, swept *tracker.Cursor
 	if err := r.readPageComments(ctx, items); err != nil {
 		return err
 	}
@@ -492,7 +487,7 @@ func (r *reader) page(ctx context.Context, items []tracker.Item) error {
 		if r.sweep != nil && r.sweep.seen != nil {
 			r.sweep.seen[hashID(it.Ref.ID)] = struct{}{}
 		}
-		row, use, err := r.item(ctx, it)
+		row, use, deferred, err := r.item(ctx, it)
 		if err != nil {
 			failed = err
 			break
@@ -504,15 +499,27 @@ func (r *reader) page(ctx context.Context, items []tracker.Item) error {
 			consumed = append(consumed, *use)
 		}
 		c := tracker.Of(it)
-		last = &c
+		swept = &c
+		if deferred && r.held == nil {
+			// Everything before the item was read: the cursor may come
+			// up to it, not past.
+			h := tracker.Cursor{UpdatedAt: it.UpdatedAt}
+			r.held = &h
+			if last == nil || last.Before(h) {
+				last = &h
+			}
+		}
+		if r.held == nil {
+			last = &c
+		}
 	}
-	if err := r.save(ctx, rows, consumed, last); err != nil {
+	if err := r.save(ctx, rows, consumed, last, swept); err != nil {
 		return errors.Join(failed, err)
 	}
 	return failed
 }
 
-func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed []consumption, last *tracker.Cursor) error {
+func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed []consumption, last, swept *tracker.Cursor) error {
 	l := r.f.fs.ledger
 	if len(rows) > 0 {
 		if err := l.SaveSnapshots(ctx, rows); err != nil {
@@ -534,28 +541,39 @@ func (r *reader) save(ctx context.Context, rows []ledger.SnapshotRow, consumed [
 			}
 		}
 	}
+	// A sweep goes on past an item left for the next poll, and the
+	// cursor it saves at its end stays before that item.
+	if sw := r.sweep; sw != nil {
+		if swept != nil && sw.pos.Before(*swept) {
+			sw.pos = *swept
+		}
+		if r.held != nil && (sw.hold == nil || r.held.Before(*sw.hold)) {
+			sw.hold = r.held
+		}
+	}
 	if last == nil {
 		return nil
-	}
-	if r.sweep != nil && r.sweep.pos.Before(*last) {
-		r.sweep.pos = *last
 	}
 	// The cursor only moves forward; the ledger ignores a position before
 	// the saved one.
 	return l.SaveCursor(ctx, r.f.id, ledger.Cursor{UpdatedAt: last.UpdatedAt, ItemID: last.ID})
 }
 
-// readAfterRecord reports whether the page being read was asked for after
-// the claim's record, by recordSkew at the least, so it shows the item as
-// the filing left it or later.
-func (r *reader) readAfterRecord(row *ledger.Claim) bool {
-	return row.Recorded && !r.sentAt.IsZero() && r.sentAt.After(row.RecordedAt.Add(recordSkew))
+// readAfterFiling reports whether the page being read was asked for after
+// the filing that left snap was answered, so it shows the item as the
+// filing left it or later: in this process, by the order of its moments;
+// filed by another, by the clocks, by recordSkew at the least.
+func (r *reader) readAfterFiling(snap *snapshot) bool {
+	if filedFirst, known := snap.FiledAt.Before(r.sent); known {
+		return filedFirst
+	}
+	return !r.sentAt.IsZero() && r.sentAt.After(snap.Filed.Add(recordSkew))
 }
 
-// recordSkew is how far after a filing's record, on the clock of the
-// replica that recorded it, a read's request must have been sent, on its
-// own replica's clock, to show the item as the filing left it: a margin
-// for the replicas' clocks to differ.
+// recordSkew is how far after a filing's answer, on the clock of the
+// replica that filed, a read's request must have been sent, on its own
+// replica's clock, to show the item as the filing left it: a margin for
+// the replicas' clocks to differ.
 const recordSkew = time.Second
 
 // keyRow answers the claim row of the key the item was filed under, and
@@ -595,8 +613,8 @@ func (r *reader) keyRow(ctx context.Context, it tracker.Item) (*ledger.Claim, st
 }
 
 func decodeSnapshot(row ledger.SnapshotRow) (*snapshot, error) {
-	var s snapshot
-	if err := json.Unmarshal(row.Item, &s); err != nil {
+	s, err := ledger.DecodeSnapshot(row)
+	if err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -612,38 +630,39 @@ func sameFields(a, b tracker.Item) bool {
 }
 
 // item compares one item with its snapshot and publishes what differs. It
-// answers the snapshot to save (nil when nothing changed) and the echoes to
-// consume. Its steps: the snapshot and whether the item moved past it
-// (readSnapshot), the item's new comments (newComments), the events of a
-// first read (firstRead) or of a read since the snapshot (sinceSnapshot),
-// the comments' events, then the snapshot to save.
-func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow, *consumption, error) {
+// answers the snapshot to save (nil when nothing changed), the echoes to
+// consume, and deferred when the item is left for the next poll. Its
+// steps: the snapshot and whether the item moved past it (readSnapshot),
+// the item's new comments (newComments), the events of a read since the
+// snapshot (sinceSnapshot) or of a first read (firstRead), the comments'
+// events, then the snapshot to save.
+func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow, *consumption, bool, error) {
 	fs := r.f.fs
-	snap, tomb, skip, err := r.snapshotOf(ctx, it)
-	if err != nil || skip {
-		return nil, nil, err
+	snap, tomb, v, err := r.snapshotOf(ctx, it)
+	if err != nil || v != readIt {
+		return nil, nil, v == deferIt, err
 	}
 	row, key, err := r.keyRow(ctx, it)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	it.Ref.Key = key
 	// Seeding is silent: a new binding's first read snapshots every item
 	// and publishes nothing, unless the binding names a since.
 	seeding := snap == nil && tomb == nil && r.sweep != nil && r.sweep.first
-	if snap == nil && tomb == nil && !seeding && row != nil && !r.readAfterRecord(row) {
-		// relayr's item, read before its filing was recorded or too soon
-		// after it (on another replica's clock): what it shows may be half
-		// made (Vikunja labels a task after it makes it), or a person's
-		// change the record must be read against. Snapshotted as it stands,
-		// that change would never be published (live: a person closed an
-		// issue a second after relayr filed it). It is left for the next
-		// poll, whose lookback lists it again (ADR-0036's departures).
-		return nil, nil, nil
+	if snap == nil && tomb == nil && !seeding && row != nil && r.filing(row) {
+		// relayr's item whose filing has not left its snapshot yet: its
+		// create's answer is the item's first snapshot, which every read
+		// of it is diffed against (ADR-0036's departures). Snapshotted as
+		// it stands, a person's change in this moment would be taken for
+		// the filing (live: a person closed an issue a second after relayr
+		// filed it). It is left for the next poll, whose read the cursor,
+		// held before it, lists again.
+		return nil, nil, true, nil
 	}
 	comments, gone, err := r.newComments(ctx, it, snap, tomb, seeding)
 	if err != nil || gone {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	d := &itemDiff{r: r, it: it, key: key, row: row, snap: snap, tomb: tomb, seeding: seeding,
 		now: fs.clock.Now(), consume: map[string]string{}}
@@ -659,16 +678,12 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	d.commentEvents(comments)
 	for _, e := range d.events {
 		if err := r.publish(ctx, e); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	raw, err := json.Marshal(d.next)
+	out, err := d.next.Row(r.f.b.Tenant, r.f.b.Workspace)
 	if err != nil {
-		return nil, nil, err
-	}
-	out := &ledger.SnapshotRow{
-		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: it.Ref.ID, Item: raw,
-		UpdatedAt: it.UpdatedAt, CommentsUntil: d.next.CommentsUntil,
+		return nil, nil, false, err
 	}
 	supersede := d.supersede
 	if r.sentAt.IsZero() {
@@ -678,13 +693,40 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	if (len(d.consume) > 0 || len(supersede) > 0) && row != nil {
 		use = &consumption{key: row.Key, values: d.consume, supersede: supersede, before: r.sentAt}
 	}
-	return out, use, nil
+	return &out, use, false, nil
 }
 
+// filing reports whether a claim with no snapshot is still in the hands of
+// its filing, which leaves the item's first snapshot before its record: a
+// claim not yet recorded and younger than FilingBound (its create may be
+// on its way, its answer lost and being looked up, or its claim retaken).
+// A recorded claim with none (filed by an older relayr, or its snapshot
+// lost) or a claim left unrecorded past the bound is read as it stands.
+func (r *reader) filing(row *ledger.Claim) bool {
+	return !row.Recorded && !row.Deleted && r.f.fs.clock.Now().Sub(row.ClaimedAt) < r.f.fs.opts.FilingBound
+}
+
+// verdict is what readSnapshot makes of an item read.
+type verdict int
+
+const (
+	// readIt: diff the item against its snapshot, or read it first.
+	readIt verdict = iota
+	// skipIt: nothing to read (an older version, or unchanged and
+	// settled); the cursor moves past it.
+	skipIt
+	// deferIt: not to be judged by this read (it may show relayr's
+	// filing half made); the cursor stays before it.
+	deferIt
+)
+
 // readSnapshot reads the item's snapshot (or its tombstone) and answers
-// skip when the item is no later than it: an older version, or one read
-// before, settled and unchanged.
-func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, skip bool, err error) {
+// skipIt when the item is no later than it (an older version, or one read
+// before, settled and unchanged), and deferIt when the snapshot is the one
+// relayr's filing left and the page was asked for before the filing was
+// answered: what the read shows may be the item half made (Vikunja labels
+// a task after it makes it).
+func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, v verdict, err error) {
 	fs := r.f.fs
 	srow, err := fs.ledger.Snapshot(ctx, r.f.b.Tenant, r.f.b.Workspace, it.Ref.ID)
 	switch {
@@ -693,7 +735,7 @@ func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb 
 			snap = nil // a snapshot that can't be read reads as lost
 		}
 	case !errors.Is(err, ledger.ErrNotFound):
-		return nil, nil, false, err
+		return nil, nil, readIt, err
 	}
 	// A tombstone is the snapshot of an item published as removed, not
 	// known deleted (archived on Plane): listed again, it is published as
@@ -701,16 +743,19 @@ func (r *reader) readSnapshot(ctx context.Context, it tracker.Item) (snap, tomb 
 	if snap != nil && srow.Removed {
 		tomb, snap = snap, nil
 	}
+	if snap != nil && !snap.Filed.IsZero() && !r.readAfterFiling(snap) {
+		return nil, nil, deferIt, nil
+	}
 	if snap != nil && it.UpdatedAt.Before(snap.Item.UpdatedAt) {
 		// An older version than the one read before: a page read while the
 		// item moved (Plane's offset pages) answers it late. Diffing it
 		// would publish the item going back, relayr's own values included.
-		return nil, nil, true, nil
+		return nil, nil, skipIt, nil
 	}
 	if snap != nil && snap.Settled && snap.Item.UpdatedAt.Equal(it.UpdatedAt) && sameFields(snap.Item, it) {
-		return nil, nil, true, nil // read before, settled and unchanged: nothing to ask
+		return nil, nil, skipIt, nil // read before, settled and unchanged: nothing to ask
 	}
-	return snap, tomb, false, nil
+	return snap, tomb, readIt, nil
 }
 
 // newComments answers the item's comments to diff, when it moved or is not
@@ -775,9 +820,9 @@ func commentsWanted(it tracker.Item, snap, tomb *snapshot, seeding bool) (since 
 
 // snapshotOf answers the item's snapshot, as read ahead for its page or
 // now.
-func (r *reader) snapshotOf(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, skip bool, err error) {
+func (r *reader) snapshotOf(ctx context.Context, it tracker.Item) (snap, tomb *snapshot, v verdict, err error) {
 	if k, ok := r.known[it.Ref.ID]; ok {
-		return k.snap, k.tomb, k.skip, nil
+		return k.snap, k.tomb, k.v, nil
 	}
 	return r.readSnapshot(ctx, it)
 }
@@ -817,18 +862,20 @@ func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) err
 		if it.Archived || it.Comments != nil {
 			continue
 		}
-		snap, tomb, skip, err := r.readSnapshot(ctx, it)
+		snap, tomb, v, err := r.readSnapshot(ctx, it)
 		if err != nil {
 			return err
 		}
-		r.known[it.Ref.ID] = snapRead{snap: snap, tomb: tomb, skip: skip}
+		r.known[it.Ref.ID] = snapRead{snap: snap, tomb: tomb, v: v}
 		since, want := commentsWanted(it, snap, tomb, false)
 		switch {
-		case skip || !want:
-		case snap != nil:
+		case v != readIt || !want:
+		case snap != nil && snap.Filed.IsZero():
 			pc.covered[it.Ref.ID] = !floor.IsZero()
 		case tomb != nil:
 			pc.covered[it.Ref.ID] = !floor.IsZero() && !since.Before(floor)
+		// An item no follower read yet (its snapshot the filing's, or
+		// none) holds no comment older than its creation.
 		case it.CreatedAt.IsZero():
 		case floor.IsZero():
 			pc.covered[it.Ref.ID] = true
@@ -879,13 +926,15 @@ type itemDiff struct {
 	next      snapshot
 }
 
-// firstRead is the first read of a binding, or of an item: it consumes the
-// echoes it reads (ADR-0036: "The first read of a binding consumes them
-// too"), and publishes the item as created unless relayr filed it or the
-// read seeds.
+// firstRead is the first read of a binding, of a person's item, or of one
+// relayr filed whose filing left no snapshot (filed by an older relayr, its
+// snapshot lost, its claim left unrecorded past FilingBound): it consumes
+// the echoes it reads (ADR-0036: "The first read of a binding consumes
+// them too"), and publishes the item as created unless relayr filed it or
+// the read seeds. An item relayr filed is otherwise read since the
+// snapshot its filing left (sinceSnapshot).
 func (d *itemDiff) firstRead() {
 	r, it, row := d.r, d.it, d.row
-	var changed []string
 	for _, field := range Fields {
 		if v, ok := echo(r.tr, field, d.values[field], ledger.Canonical(field, it)); ok {
 			d.consume[field] = v
@@ -896,22 +945,9 @@ func (d *itemDiff) firstRead() {
 				r.f.fs.m.Add(metrics.Echoes, 1, r.labels())
 			}
 		} else if d.values[field] != "" {
+			// A person's value: what relayr wrote before it was read,
+			// it overwrote.
 			d.supersede = append(d.supersede, field)
-			changed = append(changed, field)
-		}
-	}
-	if row != nil && !d.seeding && d.tomb == nil && r.readAfterRecord(row) {
-		// An item relayr filed that a person changed before any read
-		// of it: what relayr recorded is what the item held before
-		// (ADR-0036's departures). The change is from the record, so a
-		// read again derives the same id; its actor is unknown, since
-		// relayr's creation is among what this read sees. A read whose
-		// request went before the record may show the item half made
-		// (Vikunja labels a task after it makes it), and a claim not
-		// yet recorded may still be learning what the tracker made of
-		// its values: neither publishes.
-		for _, field := range changed {
-			d.events = append(d.events, r.scope.changed(it, row.RecordedAt, d.key, field, ledger.Last(d.values[field]), ledger.Canonical(field, it), "", d.correlation, d.now))
 		}
 	}
 	since := r.f.b.Since
@@ -941,6 +977,7 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 	d.next.CommentsUntil, d.next.SeenAt, d.next.Through = snap.CommentsUntil, slices.Clone(snap.SeenAt), snap.Through
 	relayrs := false // one of relayr's values is among the changes read
 	var changed []string
+	olds := map[string]string{}
 	for _, field := range Fields {
 		old, cur := ledger.Canonical(field, snap.Item), ledger.Canonical(field, it)
 		// relayr's own writes are dropped by value: a field read back
@@ -959,13 +996,21 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 			// A person's value, not one relayr wrote: what relayr
 			// wrote before it was read, it overwrote.
 			d.supersede = append(d.supersede, field)
+			if held, ok := ledger.HeldBetween(d.values[field], snap.Item.UpdatedAt, it.UpdatedAt); ok {
+				// The tracker held relayr's value after the version last
+				// read, by its own answer, though no read showed it: the
+				// person changed the field from it (relayr moved the
+				// item to started, the person back to todo).
+				old = held
+			}
 		}
 		if old != cur {
 			changed = append(changed, field)
+			olds[field] = old
 		}
 	}
 	for _, c := range comments {
-		if snap.isNew(c) && c.Key != "" {
+		if isNew(snap, c) && c.Key != "" {
 			relayrs = true
 		}
 	}
@@ -976,7 +1021,7 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 		actor = ""
 	}
 	for _, field := range changed {
-		d.events = append(d.events, r.scope.changed(it, snap.Item.UpdatedAt, d.key, field, ledger.Canonical(field, snap.Item), ledger.Canonical(field, it), actor, d.correlation, d.now))
+		d.events = append(d.events, r.scope.changed(it, snap.Item.UpdatedAt, d.key, field, olds[field], ledger.Canonical(field, it), actor, d.correlation, d.now))
 	}
 }
 
@@ -984,10 +1029,10 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 // (read with its key: ADR-0036), and notes each seen.
 func (d *itemDiff) commentEvents(comments []tracker.Comment) {
 	for _, c := range comments {
-		if prev := cmp.Or(d.snap, d.tomb); prev != nil && !prev.isNew(c) {
+		if prev := cmp.Or(d.snap, d.tomb); prev != nil && !isNew(prev, c) {
 			continue
 		}
-		d.next.saw(c)
+		saw(&d.next, c)
 		if c.Key != "" {
 			continue
 		}

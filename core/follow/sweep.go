@@ -2,7 +2,6 @@ package follow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/relayr-go/relayr/core/ledger"
@@ -33,8 +32,12 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 			}
 		}
 	}
+	pos := sw.pos
+	if sw.hold != nil && sw.hold.Before(pos) {
+		pos = *sw.hold // an item left for the next poll is listed again
+	}
 	err := f.fs.ledger.SaveCursor(ctx, f.id, ledger.Cursor{
-		UpdatedAt: sw.pos.UpdatedAt, ItemID: sw.pos.ID, Seeded: true, SweptAt: sw.start,
+		UpdatedAt: pos.UpdatedAt, ItemID: pos.ID, Seeded: true, SweptAt: sw.start,
 	})
 	if err != nil {
 		return err
@@ -183,9 +186,7 @@ func (r *reader) tombstone(srow *ledger.SnapshotRow, last tracker.Item) ledger.S
 		t.Removed = true
 		return t
 	}
-	raw, _ := json.Marshal(snapshot{Item: last}) // a tracker.Item always encodes
-	return ledger.SnapshotRow{
-		Tenant: r.f.b.Tenant, Workspace: r.f.b.Workspace, ItemID: last.Ref.ID,
-		Item: raw, UpdatedAt: last.UpdatedAt, Removed: true,
-	}
+	t, _ := snapshot{Item: last}.Row(r.f.b.Tenant, r.f.b.Workspace) // a tracker.Item always encodes
+	t.Removed = true
+	return t
 }

@@ -233,10 +233,13 @@ func echoDroppedAndConsumed(t *testing.T) {
 }
 
 // A person overwrites relayr's values before any poll reads them back, a
-// title renamed and a state undone: the read that finds the person's values
-// drops relayr's, whose edit was answered before the read was sent, so the
-// person setting relayr's values again later is published, not dropped as
-// echoes (ADR-0036: "kept, it would drop a person's later change to it").
+// title renamed and a state set back to what the item held before relayr's
+// edit: both are changes from relayr's values, which the tracker answered it
+// held, and are published though no read showed relayr's (ADR-0036's
+// departures). The read that finds the person's values drops relayr's,
+// whose edit was answered before the read was sent, so the person setting
+// relayr's values again later is published, not dropped as echoes
+// (ADR-0036: "kept, it would drop a person's later change to it").
 func personOverwritesBeforeARead(t *testing.T) {
 	e := newEnv(t)
 	it := e.ensure("k1", tracker.Draft{Title: "T0"})
@@ -252,9 +255,14 @@ func personOverwritesBeforeARead(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poll()
-	evs := e.wantEvents(1)
-	if d := e.data(evs[0]); string(d.New) != `"Y"` {
-		t.Fatalf("first change %s, want the person's Y", evs[0].Data)
+	evs := e.wantEvents(2)
+	got := map[string]string{}
+	for _, ev := range evs {
+		d := e.data(ev)
+		got[d.Field] = string(d.Old) + "->" + string(d.New)
+	}
+	if got[tracker.FieldTitle] != `"X"->"Y"` || got[tracker.FieldState] != `"done"->"backlog"` {
+		t.Fatalf("changes %v, want the person's title X to Y and state done to backlog", got)
 	}
 	if v := e.row("k1").Values; len(v) != 0 {
 		t.Fatalf("values %q still recorded after a read found the person's, want relayr's superseded", v)
@@ -266,9 +274,9 @@ func personOverwritesBeforeARead(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poll()
-	evs = e.wantEvents(3)
-	got := map[string]string{}
-	for _, ev := range evs[1:] {
+	evs = e.wantEvents(4)
+	got = map[string]string{}
+	for _, ev := range evs[2:] {
 		d := e.data(ev)
 		got[d.Field] = string(d.New)
 	}
@@ -382,8 +390,10 @@ func joinsTheRunsChain(t *testing.T) {
 }
 
 // A person closes an item relayr filed before the follower read it: the
-// change is published once, from the value relayr recorded; an item read
-// as filed publishes nothing.
+// change is published once, from the value the filing left, by the person
+// (the item's first snapshot is the filing's answer, so relayr's creation
+// is not among what the read sees); an item read as filed publishes
+// nothing.
 func changeBeforeFirstRead(t *testing.T) {
 	e := newEnv(t)
 	e.start()
@@ -396,8 +406,8 @@ func changeBeforeFirstRead(t *testing.T) {
 	evs := e.wantEvents(1)
 	d := e.data(evs[0])
 	if evs[0].Type != follow.TypeItemChanged || d.Field != tracker.FieldState || string(d.Old) != `"todo"` || string(d.New) != `"done"` ||
-		d.Item.Key != "k1" || evs[0].Correlation != "run-k1" || d.Actor != "" {
-		t.Fatalf("event %s %s, want k1's state todo to done, in its run's chain, by no known actor", evs[0].Type, evs[0].Data)
+		d.Item.Key != "k1" || evs[0].Correlation != "run-k1" || d.Actor != "person" {
+		t.Fatalf("event %s %s, want k1's state todo to done, in its run's chain, by the person", evs[0].Type, evs[0].Data)
 	}
 	e.poll()
 	e.wantEvents(1)

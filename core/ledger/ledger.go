@@ -141,6 +141,19 @@ type RecordParams struct {
 	Now   time.Time
 }
 
+// LandParams marks the values of a write the tracker answered landed.
+type LandParams struct {
+	Key
+	// Sent are the values the write sent (and recorded before it), Held
+	// those the tracker answered it holds where they differ from Sent.
+	Sent, Held map[string]string
+	// At is relayr's time of the answer (SupersedeValues' before).
+	At time.Time
+	// Version is the item's updated_at in the tracker's answer: the
+	// tracker held the values then (zero when the answer did not say).
+	Version time.Time
+}
+
 // SnapshotRow is one item's snapshot (relayr_tracker_snapshots), keyed by the
 // tracker's id for the item.
 type SnapshotRow struct {
@@ -300,11 +313,12 @@ type Claims interface {
 	// value recorded since the read (a later edit, on its way) is kept, or
 	// its read-back would pass for a person's change.
 	ConsumeValues(ctx context.Context, k Key, values map[string]string) error
-	// LandValues marks a write's values landed at at, relayr's time of the
-	// tracker's answer (LandPending): the values it sent, then those the
-	// tracker answered it holds where they differ (recorded after the
-	// others). ErrNotFound on a key with no row.
-	LandValues(ctx context.Context, k Key, sent, held map[string]string, at time.Time) error
+	// LandValues marks a write's values landed (LandPending): the values
+	// it sent, then those the tracker answered it holds where they differ
+	// (recorded after the others), at p.At, relayr's time of the answer,
+	// and p.Version, the item's version in the tracker's answer.
+	// ErrNotFound on a key with no row.
+	LandValues(ctx context.Context, p LandParams) error
 	// SupersedeValues drops the fields' values whose writes landed before
 	// before (SupersedePending): the follower read a person's value for
 	// each field with a request it sent at before. ErrNotFound on a key

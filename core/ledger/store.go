@@ -226,13 +226,13 @@ func (s *Store) ConsumeValues(ctx context.Context, k Key, values map[string]stri
 }
 
 // LandValues implements Claims (LandPending).
-func (s *Store) LandValues(ctx context.Context, k Key, sent, held map[string]string, at time.Time) error {
-	if err := CheckValues(held); err != nil {
+func (s *Store) LandValues(ctx context.Context, p LandParams) error {
+	if err := CheckValues(p.Held); err != nil {
 		return err
 	}
-	return s.changeValues(ctx, k, sent, func(vs map[string]string) {
-		LandPending(vs, sent, at)
-		LandPending(vs, held, at)
+	return s.changeValues(ctx, p.Key, p.Sent, func(vs map[string]string) {
+		LandPending(vs, p.Sent, p.At, p.Version)
+		LandPending(vs, p.Held, p.At, p.Version)
 	})
 }
 

@@ -56,7 +56,7 @@ func calls(s *ledger.Store, bad bool) map[string]func(ctx context.Context) error
 		"RestoreValues": func(ctx context.Context) error { return s.RestoreValues(ctx, key, map[string]string{"title": `"x"`}) },
 		"ConsumeValues": func(ctx context.Context) error { return s.ConsumeValues(ctx, key, map[string]string{"title": `"x"`}) },
 		"LandValues": func(ctx context.Context) error {
-			return s.LandValues(ctx, key, map[string]string{"title": `"x"`}, nil, t0)
+			return s.LandValues(ctx, ledger.LandParams{Key: key, Sent: map[string]string{"title": `"x"`}, At: t0})
 		},
 		"SupersedeValues": func(ctx context.Context) error { return s.SupersedeValues(ctx, key, []string{"title"}, t0) },
 		"CountWrite": func(ctx context.Context) error {

@@ -14,7 +14,8 @@ const MaxPending = 8
 // A field's recorded values are kept oldest first, joined by newlines, which
 // canonical JSON never holds. A value whose write the tracker answered is
 // marked landed: a tab, which canonical JSON never holds raw either, and
-// the time of the answer in Unix nanoseconds. Every store applies
+// the time of the answer in Unix nanoseconds, then, where the tracker said,
+// another tab and the item's version in its answer. Every store applies
 // SetPending, RestorePending, ConsumePending, LandPending and
 // SupersedePending to a row's values in one transaction (Store, through
 // Driver.ChangeValues), so all of them keep this rule alike.
@@ -23,11 +24,13 @@ const (
 	landedSep  = "\t"
 )
 
-// entry is one recorded value and when its write landed (zero while it
-// has not, or nobody knows).
+// entry is one recorded value, when its write landed (zero while it has
+// not, or nobody knows), and the item's version the tracker answered that
+// write with (zero when unknown).
 type entry struct {
-	value  string
-	landed time.Time
+	value   string
+	landed  time.Time
+	version time.Time
 }
 
 func entries(recorded string) []entry {
@@ -37,10 +40,17 @@ func entries(recorded string) []entry {
 	list := strings.Split(recorded, pendingSep)
 	out := make([]entry, len(list))
 	for i, e := range list {
-		v, at, ok := strings.Cut(e, landedSep)
+		v, marks, ok := strings.Cut(e, landedSep)
 		out[i].value = v
-		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil {
+		if !ok {
+			continue
+		}
+		at, version, _ := strings.Cut(marks, landedSep)
+		if n, err := strconv.ParseInt(at, 10, 64); err == nil {
 			out[i].landed = time.Unix(0, n).UTC()
+		}
+		if n, err := strconv.ParseInt(version, 10, 64); err == nil {
+			out[i].version = time.Unix(0, n).UTC()
 		}
 	}
 	return out
@@ -56,6 +66,9 @@ func put(vs map[string]string, f string, list []entry) {
 		parts[i] = e.value
 		if !e.landed.IsZero() {
 			parts[i] += landedSep + strconv.FormatInt(e.landed.UnixNano(), 10)
+			if !e.version.IsZero() {
+				parts[i] += landedSep + strconv.FormatInt(e.version.UnixNano(), 10)
+			}
 		}
 	}
 	vs[f] = strings.Join(parts, pendingSep)
@@ -158,10 +171,11 @@ func ConsumePending(vs, values map[string]string) {
 }
 
 // LandPending marks the values of a write the tracker answered as landed
-// at at: the newest of each field's recorded values equal to it, or, for a
-// value the write did not record (the tracker answered it holds another:
-// Plane trims a title), the value recorded after the others.
-func LandPending(vs, values map[string]string, at time.Time) {
+// at at, with the item's version in the answer (zero when unknown): the
+// newest of each field's recorded values equal to it, or, for a value the
+// write did not record (the tracker answered it holds another: Plane trims
+// a title), the value recorded after the others.
+func LandPending(vs, values map[string]string, at, version time.Time) {
 	for f, v := range values {
 		list := entries(vs[f])
 		i := len(list) - 1
@@ -175,7 +189,7 @@ func LandPending(vs, values map[string]string, at time.Time) {
 			}
 			i = len(list) - 1
 		}
-		list[i].landed = at
+		list[i].landed, list[i].version = at, version
 		put(vs, f, list)
 	}
 }
@@ -208,4 +222,23 @@ func Last(recorded string) string {
 		return ""
 	}
 	return list[len(list)-1].value
+}
+
+// HeldBetween answers the newest of a field's recorded values whose write
+// the tracker answered with a version strictly after after and strictly
+// before before: the tracker held that value after the version a
+// follower last read and before the one it reads now. A follower that
+// reads a value that is none of relayr's then knows the field changed
+// from it, though no read showed it (ADR-0036's departures: relayr moved
+// an item to started, a person moved it back to todo before any read). A
+// version equal to either bound (a tracker keeping time to the second)
+// tells nothing, and counts for none.
+func HeldBetween(recorded string, after, before time.Time) (string, bool) {
+	list := entries(recorded)
+	for i := len(list) - 1; i >= 0; i-- {
+		if e := list[i]; !e.landed.IsZero() && !e.version.IsZero() && e.version.After(after) && e.version.Before(before) {
+			return e.value, true
+		}
+	}
+	return "", false
 }

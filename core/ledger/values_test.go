@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
 )
@@ -71,6 +72,47 @@ func TestPendingValues(t *testing.T) {
 		ledger.SetPending(c, map[string]string{"title": `"B"`})
 		if len(ledger.Pending(c["title"])) != 2 {
 			t.Fatal("a repeated value was kept twice")
+		}
+	})
+	t.Run("HeldBetweenAnswersTheNewestValueTheTrackerHeldBetweenTwoVersions", func(t *testing.T) {
+		c := clone(vs)
+		t0 := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+		if _, ok := ledger.HeldBetween(c["title"], t0, t0.Add(time.Hour)); ok {
+			t.Fatal("a value no answer landed counted as held")
+		}
+		ledger.LandPending(c, map[string]string{"title": `"A"`}, t0, t0.Add(10*time.Second))
+		ledger.LandPending(c, map[string]string{"title": `"B"`}, t0, t0.Add(20*time.Second))
+		if got := ledger.Pending(c["title"]); len(got) != 2 || got[0] != `"A"` || got[1] != `"B"` {
+			t.Fatalf("pending %v after landing, want A then B", got)
+		}
+		for _, tc := range []struct {
+			after, before time.Duration
+			want          string
+			ok            bool
+		}{
+			{0, 10 * time.Second, "", false},                // A's version is no earlier than the read's
+			{0, 11 * time.Second, `"A"`, true},              // A between
+			{0, time.Minute, `"B"`, true},                   // both: the newest
+			{10 * time.Second, 20 * time.Second, "", false}, // neither strictly between
+			{15 * time.Second, time.Minute, `"B"`, true},
+			{20 * time.Second, time.Minute, "", false}, // B is the snapshot's version: read already
+		} {
+			if got, ok := ledger.HeldBetween(c["title"], t0.Add(tc.after), t0.Add(tc.before)); got != tc.want || ok != tc.ok {
+				t.Errorf("HeldBetween(%v, %v) = %q, %v; want %q, %v", tc.after, tc.before, got, ok, tc.want, tc.ok)
+			}
+		}
+		// A value landed without a version (an older relayr's mark) is
+		// read as landed and tells nothing of when the tracker held it.
+		old := map[string]string{"title": `"C"` + "\t" + "1764838800000000000"}
+		if !ledger.IsPending(old["title"], `"C"`) {
+			t.Fatal("an older mark's value is not read")
+		}
+		if _, ok := ledger.HeldBetween(old["title"], time.Time{}, t0.Add(time.Hour)); ok {
+			t.Fatal("a value landed with no version counted as held")
+		}
+		ledger.SupersedePending(old, []string{"title"}, t0)
+		if _, ok := old["title"]; ok {
+			t.Fatal("an older mark's landed value was not superseded")
 		}
 	})
 	if err := ledger.CheckValues(map[string]string{"title": "a\nb"}); !errors.Is(err, ledger.ErrInvalid) {

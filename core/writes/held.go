@@ -3,32 +3,85 @@ package writes
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
-// recordHeld records, once a create or an edit has landed, the values the
-// tracker answered it holds for the fields it set, after the ones
-// predicted and recorded before the write (ADR-0036: "Filing records the
-// values it files, as the tracker will hold them"). The tracker's answer is
-// what it holds: Plane's sanitizer rewrites a description and trims a
-// title and label names. The prediction stays recorded for a process that
-// dies between the write and its answer, where the follower compares a
-// description as the tracker does (tracker.DescriptionComparer). A field
-// whose answer is what was predicted records nothing more.
-func (s session) recordHeld(ctx context.Context, k ledger.Key, recorded map[string]string, got tracker.Item) error {
+// recordFiled records what a filing left in the tracker: the values the
+// tracker answered it holds for the fields the draft set, after the ones
+// predicted and recorded before the create (ADR-0036: "Filing records the
+// values it files, as the tracker will hold them"), all marked landed at
+// at, the time of the answer; then the item's first snapshot, baseline,
+// every field as the tracker holds it (ADR-0036's departures: a baseline
+// for every field), which every read of the item is diffed against, so a
+// person's change to any field after the filing is published, whenever it
+// is first read. The tracker's answer is what it holds: Plane's sanitizer
+// rewrites a description and trims a title and label names. The
+// prediction stays recorded for a process that dies between the create
+// and its answer, where the follower compares a description as the
+// tracker does (tracker.DescriptionComparer). The snapshot comes before
+// the record, so a recorded item always has one; a follower's read of the
+// item before it is left for the next poll.
+func (s session) recordFiled(ctx context.Context, k ledger.Key, predicted map[string]string, got, baseline tracker.Item, at time.Time, moment ledger.Moment) error {
 	held := map[string]string{}
-	for field, predicted := range recorded {
-		if v := ledger.Canonical(field, got); v != predicted {
+	for field, p := range predicted {
+		if v := ledger.Canonical(field, got); v != p {
 			held[field] = v
 		}
 	}
-	if len(held) == 0 {
-		return nil
+	if err := s.w.ledger.LandValues(ctx, ledger.LandParams{Key: k, Sent: predicted, Held: held, At: at, Version: got.UpdatedAt}); err != nil {
+		return err
 	}
-	_, err := s.w.ledger.SetValues(ctx, k, held)
+	baseline.Ref.Key = k.Key
+	row, err := ledger.ItemSnapshot{Item: baseline, Filed: at, FiledAt: moment}.Row(k.Tenant, k.Workspace)
+	if err != nil {
+		return err
+	}
+	// A follower that read the item first keeps its own snapshot.
+	_, err = s.w.ledger.SaveFiledSnapshot(ctx, row)
 	return err
+}
+
+// foundBaseline is the first snapshot of an item an earlier attempt
+// filed and relayr found by its key (its create's answer lost, or its
+// claim retaken), and the values of it to record as the filing's: the
+// item as found, but for a field the draft set that the tracker holds
+// otherwise than the tracker makes of the draft's value. That value is a
+// person's change, made before relayr found the item: the baseline keeps
+// the draft's value, so the follower's first read publishes the change
+// (ADR-0036's departures). A field the draft left unset has no value to
+// tell a person's change from what the tracker made of it: the item as
+// found is its baseline.
+func foundBaseline(t *tracker.Tracker, predicted map[string]string, found tracker.Item) (baseline tracker.Item, got tracker.Item) {
+	baseline, got = found, found
+	for field, p := range predicted {
+		if v := ledger.Canonical(field, found); !heldAlike(t, field, p, v) {
+			ledger.SetCanonical(&baseline, field, p)
+			ledger.SetCanonical(&got, field, p)
+		}
+	}
+	return baseline, got
+}
+
+// heldAlike says whether a tracker holding held is what it makes of a value
+// relayr set, want (both canonical JSON): the same, a description the
+// tracker holds alike (sameValue), or a title that differs only by the
+// space at either end (Plane trims titles).
+func heldAlike(t *tracker.Tracker, field, want, held string) bool {
+	if sameValue(t, field, want, held) {
+		return true
+	}
+	if field != tracker.FieldTitle {
+		return false
+	}
+	var w, h string
+	if json.Unmarshal([]byte(want), &w) != nil || json.Unmarshal([]byte(held), &h) != nil {
+		return false
+	}
+	return strings.TrimSpace(w) == strings.TrimSpace(h)
 }
 
 // recordLanded records, once an edit has landed, what recordHeld records,
@@ -45,7 +98,7 @@ func (s session) recordLanded(ctx context.Context, k ledger.Key, sent map[string
 			held[field] = v
 		}
 	}
-	return s.w.ledger.LandValues(ctx, k, sent, held, s.w.clock.Now())
+	return s.w.ledger.LandValues(ctx, ledger.LandParams{Key: k, Sent: sent, Held: held, At: s.w.clock.Now(), Version: got.UpdatedAt})
 }
 
 // answered is the tracker's answer's values of the fields a write set, in

@@ -81,11 +81,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Ledger is what a Writer keeps in the ledger: the claims, and the
-// followers' snapshots it answers recorded items from.
+// Ledger is what a Writer keeps in the ledger: the claims, the first
+// snapshot of each item it files, and the followers' snapshots it answers
+// recorded items from.
 type Ledger interface {
 	ledger.Claims
 	Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error)
+	SaveFiledSnapshot(ctx context.Context, row ledger.SnapshotRow) (bool, error)
 }
 
 // Config is what a Writer needs.
@@ -489,10 +491,12 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	}
 	// The item stands in the tracker: it is recorded whatever its caller
 	// does from here.
+	answeredAt, moment := s.w.clock.Now(), ledger.Now()
 	ctx, cancel := s.landed(ctx)
 	defer cancel()
-	// What the tracker answered it holds is recorded beside the prediction.
-	if err := s.recordHeld(ctx, k, predicted, made); err != nil {
+	// What the tracker answered it holds is recorded beside the
+	// prediction, and the answer is the item's first snapshot.
+	if err := s.recordFiled(ctx, k, predicted, made, made, answeredAt, moment); err != nil {
 		return Result{}, ledgerFailed(err)
 	}
 	res, err := s.record(ctx, wctx, k, nonce, made, Created)
@@ -538,14 +542,18 @@ func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, fo
 		s.countWrite(ctx, found.Ref.ID)
 	}
 	// What the tracker holds is recorded beside what the draft predicted,
-	// as a create's answer is (recordHeld): an item found, not made,
+	// as a create's answer is (recordFiled): an item found, not made,
 	// answered nothing of its own, and a follower's first read would take
-	// the difference (Plane's trimmed title) for a person's change.
+	// the difference (Plane's trimmed title) for a person's change; a
+	// person's change made before the item was found is not (foundBaseline).
+	foundAt, moment := s.w.clock.Now(), ledger.Now()
 	tr, err := s.w.conns.Tracker(s.metered(ctx), s.b)
 	if err != nil {
 		return Result{}, s.holdClaim(err)
 	}
-	if err := s.recordHeld(ctx, k, heldValues(tr, d), found); err != nil {
+	predicted := heldValues(tr, d)
+	baseline, got := foundBaseline(tr, predicted, found)
+	if err := s.recordFiled(ctx, k, predicted, got, baseline, foundAt, moment); err != nil {
 		return Result{}, ledgerFailed(err)
 	}
 	return s.record(ctx, wctx, k, nonce, found, Found)

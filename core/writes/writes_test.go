@@ -867,7 +867,7 @@ func TestEnsureItem(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)
 			e.mustEnsure("k", tracker.Draft{Title: "x", State: tracker.Started, Labels: []string{"b", "a"}})
 			v := e.row(ledger.KindItem, "k").Values
-			if v[tracker.FieldState] != `"todo"` || v[tracker.FieldTitle] != `"x"` || v[tracker.FieldLabels] != `["a","b"]` {
+			if ledger.Last(v[tracker.FieldState]) != `"todo"` || ledger.Last(v[tracker.FieldTitle]) != `"x"` || ledger.Last(v[tracker.FieldLabels]) != `["a","b"]` {
 				t.Fatalf("values %v", v)
 			}
 		})

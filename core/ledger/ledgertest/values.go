@@ -137,7 +137,7 @@ func supersedeLanded(t *testing.T, l ledger.Ledger) {
 	claim(t, l, key("k"), "", t0)
 	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"X"`, "state": `"done"`})
 	mustNil(t, err)
-	mustNil(t, l.LandValues(t.Context(), key("k"), map[string]string{"title": `"X"`, "state": `"done"`}, map[string]string{"title": `"X "`}, t0.Add(time.Second)))
+	mustNil(t, l.LandValues(t.Context(), ledger.LandParams{Key: key("k"), Sent: map[string]string{"title": `"X"`, "state": `"done"`}, Held: map[string]string{"title": `"X "`}, At: t0.Add(time.Second), Version: t0}))
 	c := lookup(t, l, key("k"))
 	if got := ledger.Pending(c.Values["title"]); len(got) != 2 || got[0] != `"X"` || got[1] != `"X "` {
 		t.Fatalf("landed title values %q, want the sent value then the held one", got)
@@ -159,7 +159,7 @@ func supersedeKeepsUnlanded(t *testing.T, l ledger.Ledger) {
 	claim(t, l, key("k"), "", t0)
 	_, err := l.SetValues(t.Context(), key("k"), map[string]string{"title": `"A"`})
 	mustNil(t, err)
-	mustNil(t, l.LandValues(t.Context(), key("k"), map[string]string{"title": `"A"`}, nil, t0.Add(3*time.Second)))
+	mustNil(t, l.LandValues(t.Context(), ledger.LandParams{Key: key("k"), Sent: map[string]string{"title": `"A"`}, At: t0.Add(3 * time.Second)}))
 	_, err = l.SetValues(t.Context(), key("k"), map[string]string{"title": `"B"`})
 	mustNil(t, err)
 	mustNil(t, l.SupersedeValues(t.Context(), key("k"), []string{"title"}, t0.Add(3*time.Second)))
@@ -169,7 +169,7 @@ func supersedeKeepsUnlanded(t *testing.T, l ledger.Ledger) {
 	if err := l.SupersedeValues(t.Context(), key("none"), []string{"title"}, t0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("SupersedeValues of a key with no row: %v, want ErrNotFound", err)
 	}
-	if err := l.LandValues(t.Context(), key("none"), map[string]string{"title": `"A"`}, nil, t0); !errors.Is(err, ledger.ErrNotFound) {
+	if err := l.LandValues(t.Context(), ledger.LandParams{Key: key("none"), Sent: map[string]string{"title": `"A"`}, At: t0}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("LandValues of a key with no row: %v, want ErrNotFound", err)
 	}
 }
