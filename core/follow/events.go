@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/eventlog"
+	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
@@ -110,17 +111,21 @@ func digest(canonical string) string {
 // and appends nothing new.
 //
 // Where it departs (ADR-0036's departures): a change's id names the
-// version it is a change from, the snapshot's updated_at, where the ADR has
-// the item's new updated_at; a creation's names the item alone; a removal's
-// the last version read. A process that dies after publishing and before
-// saving its snapshots reads the same change again from the same snapshot,
-// and derives the same id even when the item moved again meanwhile (a
-// comment bumps it), so the change is not published twice.
+// version it is a change from, the snapshot's updated_at, and the field's
+// value in that snapshot, where the ADR has the item's new updated_at; a
+// creation's names the item alone; a removal's the last version read. A
+// process that dies after publishing and before saving its snapshots reads
+// the same change again from the same snapshot, and derives the same id
+// even when the item moved again meanwhile (a comment bumps it), so the
+// change is not published twice. The snapshot's value tells apart two
+// changes of one field from one version (a tracker that keeps time to the
+// second: a title set to B from A, and set to B again from C in that
+// second).
 //
-// The updated_at is rendered in RFC 3339 UTC to the nanosecond, the digest
-// is the hex SHA-256 of the canonical JSON (ledger.Canonical).
-func (s Scope) ChangedID(itemID, field, newCanonical string, from time.Time) string {
-	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, field, digest(newCanonical), stamp(from))
+// The updated_at is rendered in RFC 3339 UTC to the nanosecond, each value
+// as the hex SHA-256 of its canonical JSON (ledger.Canonical).
+func (s Scope) ChangedID(itemID, field, fromCanonical, newCanonical string, from time.Time) string {
+	return eventlog.DeriveID(s.Tenant, s.Workspace, s.Project, s.Tracker, itemID, field, digest(fromCanonical), digest(newCanonical), stamp(from))
 }
 
 // CreatedID derives a tracker:item_created id: an item is created once.
@@ -178,8 +183,8 @@ func (s Scope) itemAsRead(it tracker.Item, key string) Data {
 	return Data{Item: s.itemData(it.Ref, key), Title: it.Title, Description: it.Description, State: it.State, Labels: it.Labels}
 }
 
-func (s Scope) changed(it tracker.Item, from time.Time, key, field, old, new, actor, correlation string, at time.Time) eventlog.Event {
-	return s.event(TypeItemChanged, s.ChangedID(it.Ref.ID, field, new, from), correlation, Data{
+func (s Scope) changed(it tracker.Item, from snapshot, key, field, old, new, actor, correlation string, at time.Time) eventlog.Event {
+	return s.event(TypeItemChanged, s.ChangedID(it.Ref.ID, field, ledger.Canonical(field, from.Item), new, from.Item.UpdatedAt), correlation, Data{
 		Item: s.itemData(it.Ref, key), Field: field, Old: rawOrNull(old), New: rawOrNull(new), Actor: actor,
 	}, at)
 }

@@ -249,8 +249,12 @@ func (r *recorder) Items(ctx context.Context, q tracker.Query) (tracker.Page, er
 	if during == nil {
 		return r.Tracker.Items(ctx, q)
 	}
-	time.Sleep(time.Millisecond) // the request is on its way
-	return during(ctx, q)
+	// The request goes out now; what during does happens while it is on
+	// its way, and the tracker answers after. Its own calls are no
+	// request of the follower's.
+	tracker.Sent(ctx)
+	time.Sleep(time.Millisecond)
+	return during(context.WithoutCancel(context.Background()), q)
 }
 
 // answerNext sets during, under the recorder's lock.

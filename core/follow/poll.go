@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http/httptrace"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -362,10 +363,23 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 			r.with(tr)
 			// What relayr wrote and the tracker answered before this
-			// request is sent, the page shows, or a later value.
+			// request is sent, the page shows, or a later value: the
+			// time is taken as the request goes out (a wait for a
+			// connection is not the tracker's).
 			r.sentAt, r.sent = f.fs.clock.Now(), ledger.Now()
+			var once sync.Once
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+				once.Do(func() {
+					at, m := f.fs.clock.Now(), ledger.Now()
+					r.sentMu.Lock()
+					r.sentAt, r.sent = at, m
+					r.sentMu.Unlock()
+				})
+			}})
 			var err error
 			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
+			r.sentMu.Lock() // the trace may have run on the transport's goroutine
+			r.sentMu.Unlock()
 			return err
 		})
 		if err != nil {
@@ -417,6 +431,7 @@ type reader struct {
 	// (SupersedePending's before), and sent that moment in this process.
 	sentAt time.Time
 	sent   ledger.Moment
+	sentMu sync.Mutex
 	// since is the time the read lists changes from (zero: the whole
 	// project).
 	since time.Time
@@ -1021,7 +1036,7 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 		actor = ""
 	}
 	for _, field := range changed {
-		d.events = append(d.events, r.scope.changed(it, snap.Item.UpdatedAt, d.key, field, olds[field], ledger.Canonical(field, it), actor, d.correlation, d.now))
+		d.events = append(d.events, r.scope.changed(it, *snap, d.key, field, olds[field], ledger.Canonical(field, it), actor, d.correlation, d.now))
 	}
 }
 

@@ -1105,7 +1105,7 @@ func projectionMaps(t *testing.T) {
 	}
 	e.poll()
 	evs := e.wantEvents(1)
-	want := scope.ChangedID(it.Ref.ID, tracker.FieldState, `"done"`, from.UpdatedAt)
+	want := scope.ChangedID(it.Ref.ID, tracker.FieldState, `"backlog"`, `"done"`, from.UpdatedAt)
 	if evs[0].Type != "app:item_closed" || evs[0].ID != want || evs[0].Correlation != "run-k1" {
 		t.Fatalf("published %+v, want app:item_closed with the change's id %s in the run's chain", evs[0], want)
 	}
@@ -1236,9 +1236,9 @@ func credentialsLastAskedFor(t *testing.T) {
 func idsDerived(t *testing.T) {
 	plane := follow.Scope{Tenant: "acme", Workspace: "ops", Project: "proj", Tracker: "plane"}
 	at := time.Date(2026, 10, 17, 9, 30, 0, 5, time.UTC)
-	sum := sha256.Sum256([]byte(`"done"`))
-	want := eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "state", hex.EncodeToString(sum[:]), "2026-10-17T09:30:00.000000005Z")
-	if got := plane.ChangedID("it-1", "state", `"done"`, at); got != want {
+	sum, was := sha256.Sum256([]byte(`"done"`)), sha256.Sum256([]byte(`"todo"`))
+	want := eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "state", hex.EncodeToString(was[:]), hex.EncodeToString(sum[:]), "2026-10-17T09:30:00.000000005Z")
+	if got := plane.ChangedID("it-1", "state", `"todo"`, `"done"`, at); got != want {
 		t.Fatalf("ChangedID %s, want %s", got, want)
 	}
 	if got, want := plane.CreatedID("it-1"), eventlog.DeriveID("acme", "ops", "proj", "plane", "it-1", "created"); got != want {
@@ -1259,7 +1259,7 @@ func idsDerived(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poll()
-	if evs := e.wantEvents(1); evs[0].ID != scope.ChangedID(a.Ref.ID, "state", `"done"`, from.UpdatedAt) {
+	if evs := e.wantEvents(1); evs[0].ID != scope.ChangedID(a.Ref.ID, "state", ledger.Canonical(tracker.FieldState, from), `"done"`, from.UpdatedAt) {
 		t.Fatalf("published id %s is not the derived one", evs[0].ID)
 	}
 }

@@ -522,6 +522,11 @@ func (s session) landed(ctx context.Context) (context.Context, context.CancelFun
 // labels (ADR-0033: Vikunja labels a task after it makes it, so an attempt
 // that died in between left it without).
 func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, found tracker.Item, d tracker.Draft) (Result, error) {
+	// The item as found is what the filing left, a person's changes
+	// since its create among it; the labels' edit below answers the item
+	// with whatever a person changed since the find too, and only its
+	// labels are relayr's.
+	asFound := found
 	if missing := missingLabels(found.Labels, d.Labels); len(missing) > 0 {
 		labels := append(slices.Clone(found.Labels), missing...)
 		err := s.call(wctx, func(wctx context.Context, t *tracker.Tracker) error {
@@ -552,7 +557,9 @@ func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, fo
 		return Result{}, s.holdClaim(err)
 	}
 	predicted := heldValues(tr, d)
-	baseline, got := foundBaseline(tr, predicted, found)
+	asFound.Labels = found.Labels
+	baseline, got := foundBaseline(tr, predicted, asFound)
+	got.UpdatedAt = found.UpdatedAt
 	if err := s.recordFiled(ctx, k, predicted, got, baseline, foundAt, moment); err != nil {
 		return Result{}, ledgerFailed(err)
 	}

@@ -281,7 +281,7 @@ func threeReplicas(t *testing.T, s Store) {
 		after, _, _ := fake.Snapshot(id)
 		// A change's id names the version it is from: the one the
 		// followers last read, which the script waited for.
-		id2 := scope.ChangedID(id, field, ledger.Canonical(field, after), cur.UpdatedAt)
+		id2 := scope.ChangedID(id, field, ledger.Canonical(field, cur), ledger.Canonical(field, after), cur.UpdatedAt)
 		what := fmt.Sprintf("%s of %s", field, id)
 		want.add(id2, what, correlationOf(id))
 		published(id2, what)
@@ -524,7 +524,7 @@ func budgetFloor(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 		it := mustSnapshot(followed, id)
-		changes = append(changes, change{scope.ChangedID(id, tracker.FieldTitle, ledger.Canonical(tracker.FieldTitle, it), from.UpdatedAt), time.Now()})
+		changes = append(changes, change{scope.ChangedID(id, tracker.FieldTitle, ledger.Canonical(tracker.FieldTitle, from), ledger.Canonical(tracker.FieldTitle, it), from.UpdatedAt), time.Now()})
 		time.Sleep(7 * time.Second)
 	}
 	n := <-writesDone

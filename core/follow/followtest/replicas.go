@@ -168,7 +168,7 @@ func replicasShare(t *testing.T, s Store) {
 			}
 			it := mustSnapshot(fakes[i], items[i])
 			sc := follow.Scope{Tenant: tenant, Workspace: fmt.Sprint("ws-", i), Project: fmt.Sprint("proj-", i), Tracker: kind}
-			changes = append(changes, change{sc.Workspace, sc.ChangedID(items[i], tracker.FieldTitle, ledger.Canonical(tracker.FieldTitle, it), from.UpdatedAt)})
+			changes = append(changes, change{sc.Workspace, sc.ChangedID(items[i], tracker.FieldTitle, ledger.Canonical(tracker.FieldTitle, from), ledger.Canonical(tracker.FieldTitle, it), from.UpdatedAt)})
 			time.Sleep(time.Duration(1+rng.IntN(3)) * time.Second)
 		}
 	}
