@@ -220,14 +220,14 @@ type world struct {
 
 	// mu orders everything that happens in the tracker and what relayr
 	// records, by seq.
-	mu      sync.Mutex
-	seq     int
-	items   map[string]*itemLog // by the tracker's id
-	order   []string
-	keys    map[string]*keyLog
-	steps   []string
+	mu       sync.Mutex
+	seq      int
+	items    map[string]*itemLog // by the tracker's id
+	order    []string
+	keys     map[string]*keyLog
+	steps    []string
 	inflight sync.WaitGroup
-	counter int
+	counter  int
 }
 
 // replica is one relayr process over the shared ledger and log.
@@ -806,7 +806,9 @@ func (h *hooked) Nudge(s string, hd http.Header, body []byte) (tracker.Nudged, e
 	return h.inner.Nudge(s, hd, body)
 }
 
-func (h *hooked) Item(ctx context.Context, id string) (tracker.Item, error) { return h.inner.Item(ctx, id) }
+func (h *hooked) Item(ctx context.Context, id string) (tracker.Item, error) {
+	return h.inner.Item(ctx, id)
+}
 
 func (h *hooked) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
 	return h.inner.Comments(ctx, id, since)
