@@ -118,8 +118,9 @@ func (f *follower) interval() time.Duration {
 // Polls come one an interval, at the binding's own phase of it (the
 // bindings of a key spread evenly over the interval, so a start or a
 // takeover ramps up instead of reading every project at once). A nudge
-// brings the poll forward, debounced; nudges that come while one is
-// pending join it. Every poll is the binding's floor: writes never hold it
+// brings the poll forward: at once after a quiet spell, else the debounce
+// after the last poll began; nudges that come while one is pending join
+// it. Every poll is the binding's floor: writes never hold it
 // back, and the key's pacer keeps all its polls within the budget
 // (ADR-1001: a floor for polls).
 func (f *follower) run(ctx context.Context) error {
@@ -249,14 +250,20 @@ func (f *follower) run(ctx context.Context) error {
 			return nil
 		}
 		if nudged {
-			// Nudges are debounced: the first starts the 2 s, the ones
-			// after it join the same poll (ADR-0036). A nudge also
-			// announces what the last poll published unannounced: its
-			// webhook was sent while that poll read.
+			// A nudge after a quiet spell reads at once; the nudges
+			// that follow within the debounce of that poll's start are
+			// gathered into one poll at its end (ADR-0036's departures:
+			// the debounce gathers a burst, it does not delay its
+			// first). A nudge also announces what the last poll
+			// published unannounced: its webhook was sent while that
+			// poll read.
 			f.update(func(s *state) { s.unannounced = 0 })
 			announced = true
 			if debounceAt.IsZero() {
-				debounceAt = fs.clock.Now().Add(o.Debounce)
+				debounceAt = fs.clock.Now()
+				if !lastStart.IsZero() && lastStart.Add(o.Debounce).After(debounceAt) {
+					debounceAt = lastStart.Add(o.Debounce)
+				}
 			}
 		}
 	}

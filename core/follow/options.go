@@ -29,7 +29,9 @@ const (
 	// DefaultLateAfter: a follower that completed no poll in this many of
 	// its intervals is late, which the log and the status say.
 	DefaultLateAfter = 3
-	// DefaultDebounce: a nudge wakes the followers debounced by 2 s.
+	// DefaultDebounce: a nudge after a quiet spell reads at once, and the
+	// nudges after it are gathered into at most one poll every 2 s
+	// (ADR-0036's 2 s debounce, its departures).
 	DefaultDebounce = 2 * time.Second
 	// DefaultMaxJitter: a 429 is waited out with up to a second of jitter.
 	DefaultMaxJitter = time.Second
@@ -61,7 +63,9 @@ type Options struct {
 	// budget leaves idle; a negative SweepMin sweeps only every
 	// SweepEvery.
 	SweepMin time.Duration
-	// Debounce is how long after a first nudge its poll comes.
+	// Debounce is how long after a poll began a nudge's poll may come:
+	// the first nudge of a quiet spell reads at once, the burst after
+	// it gathers into one poll this long after.
 	Debounce time.Duration
 	// MaxJitter bounds the jitter added to a 429's Retry-After.
 	MaxJitter time.Duration
