@@ -69,6 +69,7 @@ var followerCases = []struct {
 	{"APersonsChangeBeforeTheFirstReadOfAFiledItemIsPublished", changeBeforeFirstRead},
 	{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
 	{"APersonsChangeReadBeforeTheRecordIsPublishedOnceItIsRecorded", changeBeforeTheRecord},
+	{"AnItemLeftForTheNextPollHoldsTheCursorSoNoChangeWaitsForTheSweep", deferredHoldsTheCursor},
 	{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
 	{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
 	{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
@@ -468,6 +469,43 @@ func changeBeforeTheRecord(t *testing.T) {
 	}
 	e.poll()
 	e.wantEvents(1)
+}
+
+// A filing read before its answer is left for the next poll, and the
+// cursor stays before it: the next poll lists it again however late it
+// comes, so a person's change in that moment is published then, not left
+// for the day's sweep, though the same read listed a change made minutes
+// later (before, the cursor moved past the item to that change's).
+func deferredHoldsTheCursor(t *testing.T) {
+	e := newEnv(t, withFlavour(faketracker.LikeVikunja))
+	z := e.person("Z")
+	e.start()
+	e.rec.answerNext(func(ctx context.Context, q tracker.Query) (tracker.Page, error) {
+		it := e.ensure("k1", tracker.Draft{Title: "T"})
+		if err := e.fake.SetState(it.Ref.ID, tracker.Done); err != nil {
+			t.Fatal(err)
+		}
+		// The page is answered late, with a change made since.
+		time.Sleep(5 * time.Minute)
+		if err := e.fake.Retitle(ctx, z.Ref.ID, "Z2"); err != nil {
+			t.Fatal(err)
+		}
+		return e.fake.Items(ctx, q)
+	})
+	e.poll()
+	// The long read publishes Z's retitling and leaves the filing; the
+	// next poll, due already, reads from before the filing.
+	e.after(5*time.Minute + time.Second)
+	evs := e.wantEvents(2)
+	if d := e.data(evs[0]); d.Item.ID != z.Ref.ID {
+		t.Fatalf("first event %s, want Z's retitling", evs[0].Data)
+	}
+	if d := e.data(evs[1]); d.Item.Key != "k1" || d.Field != tracker.FieldState || string(d.New) != `"done"` {
+		t.Fatalf("event %s, want the person's close of k1", evs[1].Data)
+	}
+	if n := len(e.rec.sweeps()); n != 0 {
+		t.Fatalf("%d sweeps, want none: the close is read by a poll", n)
+	}
 }
 
 // A key a person wrote that no store takes (Vikunja's marker line, over
