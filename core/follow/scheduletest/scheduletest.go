@@ -425,13 +425,13 @@ func (w *world) pickKey() *keyLog {
 // many fields are left to the tracker's defaults.
 func (w *world) draftFor(key string) tracker.Draft {
 	d := tracker.Draft{Title: "R " + key + " failed"}
-	if w.rng.Float64() < 0.3 {
+	if w.chance(0.3) {
 		d.Description = "relayr's log of " + key
 	}
-	if w.rng.Float64() < 0.3 {
+	if w.chance(0.3) {
 		d.State = tracker.Todo
 	}
-	if len(w.tr.Labels) > 0 && w.rng.Float64() < 0.3 {
+	if len(w.tr.Labels) > 0 && w.chance(0.3) {
 		d.Labels = []string{w.tr.Labels[0]}
 	}
 	return d
@@ -851,6 +851,7 @@ func (h *hooked) Create(ctx context.Context, key string, d tracker.Draft) (track
 			}
 			if lose {
 				k.lost = true
+				w.tally.lostAnswers++
 			} else {
 				k.answered = true
 			}
@@ -860,7 +861,6 @@ func (h *hooked) Create(ctx context.Context, key string, d tracker.Draft) (track
 	w.mu.Unlock()
 	w.interject(ctx, "after a create, before its answer")
 	if lose && err == nil {
-		w.tally.lostAnswers++
 		return tracker.Item{}, errLost
 	}
 	return it, err
@@ -877,10 +877,12 @@ func (h *hooked) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		w.observe(ctx, li, false)
 	}
 	w.steps = append(w.steps, fmt.Sprintf("%s update %s %s: %v (answer lost: %v)", time.Now().UTC().Format("15:04:05.000000"), id, patchText(p), err, lose && err == nil))
+	if lose && err == nil {
+		w.tally.lostAnswers++
+	}
 	w.mu.Unlock()
 	w.interject(ctx, "after an edit, before its answer")
 	if lose && err == nil {
-		w.tally.lostAnswers++
 		return tracker.Item{}, errLost
 	}
 	return it, err
