@@ -366,20 +366,21 @@ func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, 
 			// request is sent, the page shows, or a later value: the
 			// time is taken as the request goes out (a wait for a
 			// connection is not the tracker's).
-			r.sentAt, r.sent = f.fs.clock.Now(), ledger.Now()
-			var once sync.Once
+			var mu sync.Mutex
+			at, moment, wrote := f.fs.clock.Now(), ledger.Now(), false
 			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-				once.Do(func() {
-					at, m := f.fs.clock.Now(), ledger.Now()
-					r.sentMu.Lock()
-					r.sentAt, r.sent = at, m
-					r.sentMu.Unlock()
-				})
+				// The trace may run on the transport's goroutine.
+				mu.Lock()
+				defer mu.Unlock()
+				if !wrote {
+					wrote, at, moment = true, f.fs.clock.Now(), ledger.Now()
+				}
 			}})
 			var err error
 			pg, err = tr.Items(ctx, tracker.Query{Since: since, Page: page})
-			r.sentMu.Lock() // the trace may have run on the transport's goroutine
-			r.sentMu.Unlock()
+			mu.Lock()
+			r.sentAt, r.sent = at, moment
+			mu.Unlock()
 			return err
 		})
 		if err != nil {
@@ -431,7 +432,6 @@ type reader struct {
 	// (SupersedePending's before), and sent that moment in this process.
 	sentAt time.Time
 	sent   ledger.Moment
-	sentMu sync.Mutex
 	// since is the time the read lists changes from (zero: the whole
 	// project).
 	since time.Time
