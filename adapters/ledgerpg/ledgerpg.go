@@ -442,9 +442,11 @@ func (d *driver) TakeClaim(ctx context.Context, p ledger.ClaimParams, nonce stri
 // the nonce; only when it records nothing is the row read.
 func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (ledger.Claim, bool, error) {
 	var s takenScan
-	err := d.filingRow(ctx, p.Key, d.q.record,
-		append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key),
-		append(s.dest(), &s.recordedAt, &s.deleted)...)
+	query, args := d.q.record, append(keyArgs(p.Key), p.Nonce, nonce, ts(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key)
+	if r := p.Snapshot; r != nil {
+		query, args = d.q.recordFiled, append(args, r.ItemID, nonEmpty(r.Item), ts(r.UpdatedAt), ts(r.CommentsUntil))
+	}
+	err := d.filingRow(ctx, p.Key, query, args, append(s.dest(), &s.recordedAt, &s.deleted)...)
 	if errors.Is(err, ledger.ErrNotFound) {
 		c, err := d.LookupClaim(ctx, p.Key)
 		return c, false, err
@@ -586,13 +588,6 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 		}
 		return nil
 	})
-}
-
-// InsertSnapshot implements ledger.Driver.
-func (d *driver) InsertSnapshot(ctx context.Context, r ledger.SnapshotRow) (bool, error) {
-	n, err := d.exec(ctx, r.Tenant, d.q.insertSnapshot, r.Tenant, r.Workspace, r.ItemID, nonEmpty(r.Item),
-		ts(r.UpdatedAt), ts(r.CommentsUntil), r.Removed)
-	return n == 1, err
 }
 
 // DeleteSnapshot implements ledger.Driver.

@@ -4,10 +4,10 @@ import "strings"
 
 // queries are the ledger's statements with its schema filled in.
 type queries struct {
-	lookup, lookupItem, claim, record, release, markDeleted              string
+	lookup, lookupItem, claim, record, recordFiled, release, markDeleted string
 	valuesForUpdate, setValues, countWrite, forgetWrites                 string
 	uncountWrite                                                         string
-	snapshot, saveSnapshots, insertSnapshot, deleteSnapshot, snapshotIDs string
+	snapshot, saveSnapshots, deleteSnapshot, snapshotIDs                 string
 	followed, ping, appendEvent, readEvents, headEvent                   string
 	latestEvents, unrecorded, deletedKeys, atCap                         string
 	beat, leave, lockLog                                                 string
@@ -53,6 +53,19 @@ func newQueries(schema string) queries {
 				item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
 			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
 			RETURNING ` + takenColumns + `, recorded_at, deleted`),
+		// The record and the filing's first snapshot in one statement:
+		// the snapshot only when the row is recorded, and only where the
+		// item has none.
+		recordFiled: s(`WITH rec AS (
+				UPDATE {s}.relayr_tracker_items SET recorded = true, nonce = $6, recorded_at = $7,
+					item_id = $8, item_number = $9, item_name = $10, item_link = $11, item_key = $12
+				WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded
+				RETURNING ` + takenColumns + `, recorded_at, deleted),
+			snap AS (
+				INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
+				SELECT $1, $2, $13, $14, $15, $16, false FROM rec
+				ON CONFLICT (tenant, workspace, item_id) DO NOTHING)
+			SELECT * FROM rec`),
 		release: s(`DELETE FROM {s}.relayr_tracker_items
 			WHERE ` + keyWhere + ` AND nonce = $5 AND NOT recorded AND NOT deleted
 			RETURNING true`),
@@ -85,10 +98,6 @@ func newQueries(schema string) queries {
 			ON CONFLICT (tenant, workspace, item_id) DO UPDATE SET
 				item = excluded.item, updated_at = excluded.updated_at, comments_until = excluded.comments_until,
 				removed = excluded.removed`),
-		// A filing's first snapshot: written only where the item has none.
-		insertSnapshot: s(`INSERT INTO {s}.relayr_tracker_snapshots (tenant, workspace, item_id, item, updated_at, comments_until, removed)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (tenant, workspace, item_id) DO NOTHING`),
 		deleteSnapshot: s(`DELETE FROM {s}.relayr_tracker_snapshots WHERE tenant = $1 AND workspace = $2 AND item_id = $3`),
 		snapshotIDs: s(`SELECT item_id FROM {s}.relayr_tracker_snapshots
 			WHERE tenant = $1 AND workspace = $2 AND item_id > $3 AND NOT removed ORDER BY item_id LIMIT $4`),

@@ -372,11 +372,27 @@ func takeClaim(x on, p ledger.ClaimParams, nonce string) (ledger.Claim, ledger.O
 
 // RecordClaim implements ledger.Driver.
 func (d *driver) RecordClaim(ctx context.Context, p ledger.RecordParams, nonce string) (c ledger.Claim, recorded bool, err error) {
-	err = d.write(ctx, func(x on) error {
+	// With a snapshot, the record and the snapshot are one transaction.
+	write := d.write
+	if p.Snapshot != nil {
+		write = d.writeTx
+	}
+	err = write(ctx, func(x on) error {
+		recorded = false // a transaction run again starts again
 		c, err = scanClaim(x.row(recordClaim,
 			args(nonce, nanos(p.Now), p.Ref.ID, p.Ref.Number, p.Ref.Name, p.Ref.Link, p.Ref.Key, keyArgs(p.Key), p.Nonce)...))
 		if !errors.Is(err, sql.ErrNoRows) {
-			recorded = err == nil
+			if err != nil {
+				return err
+			}
+			recorded = true
+			if r := p.Snapshot; r != nil {
+				item := r.Item
+				if item == nil {
+					item = []byte{}
+				}
+				_, err = x.exec(insertSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil), boolInt(r.Removed))
+			}
 			return err
 		}
 		c, err = scanClaim(x.row(lookupClaim, keyArgs(p.Key)...))
@@ -512,25 +528,6 @@ func (d *driver) SaveSnapshots(ctx context.Context, rows []ledger.SnapshotRow) e
 		}
 		return nil
 	})
-}
-
-// InsertSnapshot implements ledger.Driver.
-func (d *driver) InsertSnapshot(ctx context.Context, r ledger.SnapshotRow) (bool, error) {
-	item := r.Item
-	if item == nil {
-		item = []byte{}
-	}
-	saved := false
-	err := d.write(ctx, func(x on) error {
-		res, err := x.exec(insertSnapshot, r.Tenant, r.Workspace, r.ItemID, item, nanos(r.UpdatedAt), nanos(r.CommentsUntil), boolInt(r.Removed))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		saved = n == 1
-		return err
-	})
-	return saved, err
 }
 
 // DeleteSnapshot implements ledger.Driver.

@@ -1018,6 +1018,12 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 				// item to started, the person back to todo).
 				old = held
 			}
+			if filed := filedValue(snap, field, d.values[field]); filed != "" {
+				// The filing's value, which its answer showed held: read
+				// back by that answer, and overwritten since. Consumed, so
+				// the person setting it again later is heard.
+				d.consume[field] = filed
+			}
 		}
 		if old != cur {
 			changed = append(changed, field)
@@ -1038,6 +1044,26 @@ func (d *itemDiff) sinceSnapshot(comments []tracker.Comment) {
 	for _, field := range changed {
 		d.events = append(d.events, r.scope.changed(it, *snap, d.key, field, olds[field], ledger.Canonical(field, it), actor, d.correlation, d.now))
 	}
+}
+
+// filedValue answers the field's value in a filing's snapshot when it is
+// the filing's own among relayr's values recorded for the field (the
+// oldest, or the one after the prediction the tracker rewrote) and no
+// later one equals it: the value the filing's answer showed the tracker
+// held (ADR-0036's departures: a filing's answer is its item's first
+// snapshot). "" for a follower's snapshot, or any other case, which
+// consumes nothing.
+func filedValue(snap *snapshot, field, recorded string) string {
+	if snap.Filed.IsZero() {
+		return ""
+	}
+	v := ledger.Canonical(field, snap.Item)
+	list := ledger.Pending(recorded)
+	i := slices.Index(list, v)
+	if i < 0 || i > 1 || slices.Contains(list[i+1:], v) {
+		return ""
+	}
+	return v
 }
 
 // commentEvents publishes the comments not read before, but relayr's own

@@ -70,6 +70,7 @@ var followerCases = []struct {
 	{"AFiledItemReadBeforeItsRecordPublishesNoChange", readBeforeTheRecord},
 	{"APersonsChangeReadBeforeTheRecordIsPublishedOnceItIsRecorded", changeBeforeTheRecord},
 	{"AnItemLeftForTheNextPollHoldsTheCursorSoNoChangeWaitsForTheSweep", deferredHoldsTheCursor},
+	{"APersonWhoOverwritesAFiledValueAndSetsItAgainIsHeardBothTimes", filedValueSetAgain},
 	{"AKeyNoStoreTakesIsNoKeyAndHoldsUpNoRead", keyNoStoreTakes},
 	{"AnItemCarryingAnotherItemsKeyIsAPersons", anotherItemsKey},
 	{"ActorIsUnknownWhenRelayrsValueIsAmongTheChanges", actorUnknownWithEcho},
@@ -505,6 +506,28 @@ func deferredHoldsTheCursor(t *testing.T) {
 	}
 	if n := len(e.rec.sweeps()); n != 0 {
 		t.Fatalf("%d sweeps, want none: the close is read by a poll", n)
+	}
+}
+
+// A person retitles a filed item before relayr's first read of it, and later
+// sets relayr's title again: both are published (before, the filing's title
+// stayed recorded, and the second change was dropped as its echo).
+func filedValueSetAgain(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	it := e.ensure("k1", tracker.Draft{Title: "Build failed"})
+	if err := e.fake.Retitle(ctx, it.Ref.ID, "Build failed: flaky"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	e.wantEvents(1)
+	if err := e.fake.Retitle(ctx, it.Ref.ID, "Build failed"); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	evs := e.wantEvents(2)
+	if d := e.data(evs[1]); d.Field != tracker.FieldTitle || string(d.New) != `"Build failed"` {
+		t.Fatalf("second change %s, want the person's title set back", evs[1].Data)
 	}
 }
 

@@ -39,6 +39,14 @@ func checkRecord(p RecordParams) error {
 	if len(p.Ref.ID) > MaxKey {
 		return invalid("an item id over %d bytes", MaxKey)
 	}
+	if p.Snapshot != nil {
+		if err := checkSnapshots([]SnapshotRow{*p.Snapshot}); err != nil {
+			return err
+		}
+		if p.Snapshot.Tenant != p.Tenant || p.Snapshot.Workspace != p.Workspace || p.Snapshot.Removed {
+			return invalid("a filing's snapshot is a live one of the claim's own workspace")
+		}
+	}
 	return CheckText(p.Nonce, p.Ref.ID, p.Ref.Name, p.Ref.Link, p.Ref.Key)
 }
 

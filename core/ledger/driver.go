@@ -54,8 +54,10 @@ type ClaimDriver interface {
 	// 0, or ErrNotFound when the row went between its statements.
 	TakeClaim(ctx context.Context, p ClaimParams, nonce string) (Claim, Outcome, error)
 	// RecordClaim records p.Ref on the row when it is unrecorded and holds
-	// p.Nonce, writing nonce, and answers the row and true. Otherwise it
-	// answers the row as it stands and false, or ErrNotFound.
+	// p.Nonce, writing nonce, and answers the row and true; then, in the
+	// same transaction, it writes p.Snapshot (when set) unless its item has
+	// a snapshot, a tombstone included. Otherwise it answers the row as it
+	// stands and false, or ErrNotFound, and writes no snapshot.
 	RecordClaim(ctx context.Context, p RecordParams, nonce string) (Claim, bool, error)
 	// ReleaseClaim deletes the row when it is unrecorded, not deleted and
 	// holds nonce, answering true. Otherwise it answers the row as it
@@ -94,9 +96,6 @@ type SnapshotDriver interface {
 	// SaveSnapshots writes rows, replacing earlier ones, in one
 	// transaction; Store hands it one row per item.
 	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
-	// InsertSnapshot writes row unless its item has a snapshot (a
-	// tombstone included), answering whether it wrote it.
-	InsertSnapshot(ctx context.Context, row SnapshotRow) (bool, error)
 	// DeleteSnapshot forgets an item's snapshot.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error
 	// SnapshotIDs answers up to limit item ids of a workspace's snapshots

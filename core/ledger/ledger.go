@@ -139,6 +139,12 @@ type RecordParams struct {
 	Nonce string
 	Ref   tracker.ItemRef
 	Now   time.Time
+	// Snapshot, when set, is the item's first snapshot, the one its
+	// filing leaves (ADR-0036's departures: a baseline for every field):
+	// saved with the record, atomically, when this call records and the
+	// item has no snapshot yet (a follower that read it first, or its
+	// tombstone, keeps its own).
+	Snapshot *SnapshotRow
 }
 
 // LandParams marks the values of a write the tracker answered landed.
@@ -282,7 +288,9 @@ type Claims interface {
 	// error here; the domain turns it into tracker_claimed.
 	Claim(ctx context.Context, p ClaimParams) (Claim, Outcome, error)
 	// Record records what the claim made and keeps the first record: on a
-	// recorded row it changes nothing and returns the row. On an
+	// recorded row it changes nothing and returns the row. With a
+	// Snapshot, it saves the item's first snapshot in the same
+	// transaction, where the item has none. On an
 	// unrecorded row whose nonce the caller no longer holds, or on a key
 	// with no row (its claim was released), it fails with ErrNonce.
 	Record(ctx context.Context, p RecordParams) (Claim, error)
@@ -347,11 +355,6 @@ type Snapshots interface {
 	Snapshot(ctx context.Context, tenant, workspace, itemID string) (SnapshotRow, error)
 	// SaveSnapshots writes snapshots, replacing earlier ones, atomically.
 	SaveSnapshots(ctx context.Context, rows []SnapshotRow) error
-	// SaveFiledSnapshot saves the first snapshot of an item relayr
-	// filed, the one its filing leaves, unless the item has a snapshot
-	// already (a follower read it first, or its tombstone): it never
-	// replaces one, and answers whether it saved the row.
-	SaveFiledSnapshot(ctx context.Context, row SnapshotRow) (saved bool, err error)
 	// DeleteSnapshot forgets an item's snapshot (a deleted item), its
 	// tombstone included.
 	DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error

@@ -13,7 +13,7 @@ import (
 // as JSON): the item as relayr last knew it, every field as the tracker
 // holds it, and how far its comments were read. The tracker followers
 // write one at each read of the item; a filing writes the item's first
-// (SaveFiledSnapshot), from the tracker's answer to its create, so that
+// (RecordParams.Snapshot), from the tracker's answer to its create, so that
 // every read of an item relayr filed is a read since a snapshot
 // (ADR-0036's departures). Times are kept exact here whatever the store's
 // precision.

@@ -328,18 +328,6 @@ func (s *Store) SaveSnapshots(ctx context.Context, rows []SnapshotRow) error {
 	return s.fail(ctx, s.d.SaveSnapshots(ctx, unique))
 }
 
-// SaveFiledSnapshot implements Snapshots.
-func (s *Store) SaveFiledSnapshot(ctx context.Context, row SnapshotRow) (bool, error) {
-	if err := checkSnapshots([]SnapshotRow{row}); err != nil {
-		return false, err
-	}
-	if err := s.ready(ctx); err != nil {
-		return false, err
-	}
-	saved, err := s.d.InsertSnapshot(ctx, row)
-	return saved, s.fail(ctx, err)
-}
-
 // DeleteSnapshot implements Snapshots.
 func (s *Store) DeleteSnapshot(ctx context.Context, tenant, workspace, itemID string) error {
 	if err := checkItem(tenant, workspace, itemID); err != nil {

@@ -10,39 +10,43 @@ import (
 	"github.com/relayr-go/relayr/core/tracker"
 )
 
-// recordFiled records what a filing left in the tracker: the values the
-// tracker answered it holds for the fields the draft set, after the ones
-// predicted and recorded before the create (ADR-0036: "Filing records the
-// values it files, as the tracker will hold them"), all marked landed at
-// at, the time of the answer; then the item's first snapshot, baseline,
-// every field as the tracker holds it (ADR-0036's departures: a baseline
-// for every field), which every read of the item is diffed against, so a
-// person's change to any field after the filing is published, whenever it
-// is first read. The tracker's answer is what it holds: Plane's sanitizer
+// recordFiled records what a filing left in the tracker, before its
+// record: the values the tracker answered it holds for the fields the
+// draft set, where they differ from the ones predicted and recorded before
+// the create (ADR-0036: "Filing records the values it files, as the
+// tracker will hold them"), marked landed at at with the item's version in
+// the answer. The tracker's answer is what it holds: Plane's sanitizer
 // rewrites a description and trims a title and label names. The
 // prediction stays recorded for a process that dies between the create
 // and its answer, where the follower compares a description as the
-// tracker does (tracker.DescriptionComparer). The snapshot comes before
-// the record, so a recorded item always has one; a follower's read of the
-// item before it is left for the next poll.
-func (s session) recordFiled(ctx context.Context, k ledger.Key, predicted map[string]string, got, baseline tracker.Item, at time.Time, moment ledger.Moment) error {
+// tracker does (tracker.DescriptionComparer). A field whose answer is what
+// was predicted records nothing more, and costs no commit.
+//
+// It answers the item's first snapshot, baseline, every field as the
+// tracker holds it (ADR-0036's departures: a baseline for every field),
+// which the record saves with it in one transaction
+// (ledger.RecordParams.Snapshot), so a recorded item always has one: every
+// read of the item is diffed against it, and a person's change to any
+// field after the filing is published, whenever it is first read. A
+// follower's read of the item before it is left for the next poll.
+func (s session) recordFiled(ctx context.Context, k ledger.Key, predicted map[string]string, got, baseline tracker.Item, at time.Time, moment ledger.Moment) (*ledger.SnapshotRow, error) {
 	held := map[string]string{}
 	for field, p := range predicted {
 		if v := ledger.Canonical(field, got); v != p {
 			held[field] = v
 		}
 	}
-	if err := s.w.ledger.LandValues(ctx, ledger.LandParams{Key: k, Sent: predicted, Held: held, At: at, Version: got.UpdatedAt}); err != nil {
-		return err
+	if len(held) > 0 {
+		if err := s.w.ledger.LandValues(ctx, ledger.LandParams{Key: k, Sent: predicted, Held: held, At: at, Version: got.UpdatedAt}); err != nil {
+			return nil, err
+		}
 	}
 	baseline.Ref.Key = k.Key
 	row, err := ledger.ItemSnapshot{Item: baseline, Filed: at, FiledAt: moment}.Row(k.Tenant, k.Workspace)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// A follower that read the item first keeps its own snapshot.
-	_, err = s.w.ledger.SaveFiledSnapshot(ctx, row)
-	return err
+	return &row, nil
 }
 
 // foundBaseline is the first snapshot of an item an earlier attempt

@@ -81,13 +81,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Ledger is what a Writer keeps in the ledger: the claims, the first
-// snapshot of each item it files, and the followers' snapshots it answers
+// Ledger is what a Writer keeps in the ledger: the claims (with the first
+// snapshot of each item it files), and the followers' snapshots it answers
 // recorded items from.
 type Ledger interface {
 	ledger.Claims
 	Snapshot(ctx context.Context, tenant, workspace, itemID string) (ledger.SnapshotRow, error)
-	SaveFiledSnapshot(ctx context.Context, row ledger.SnapshotRow) (bool, error)
 }
 
 // Config is what a Writer needs.
@@ -496,10 +495,11 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 	defer cancel()
 	// What the tracker answered it holds is recorded beside the
 	// prediction, and the answer is the item's first snapshot.
-	if err := s.recordFiled(ctx, k, predicted, made, made, answeredAt, moment); err != nil {
+	snap, err := s.recordFiled(ctx, k, predicted, made, made, answeredAt, moment)
+	if err != nil {
 		return Result{}, ledgerFailed(err)
 	}
-	res, err := s.record(ctx, wctx, k, nonce, made, Created)
+	res, err := s.record(ctx, wctx, k, nonce, made, Created, snap)
 	if err == nil {
 		s.countWrite(ctx, made.Ref.ID)
 		if res.Item.Ref.ID == made.Ref.ID {
@@ -560,18 +560,20 @@ func (s session) adopt(ctx, wctx context.Context, k ledger.Key, nonce string, fo
 	asFound.Labels = found.Labels
 	baseline, got := foundBaseline(tr, predicted, asFound)
 	got.UpdatedAt = found.UpdatedAt
-	if err := s.recordFiled(ctx, k, predicted, got, baseline, foundAt, moment); err != nil {
+	snap, err := s.recordFiled(ctx, k, predicted, got, baseline, foundAt, moment)
+	if err != nil {
 		return Result{}, ledgerFailed(err)
 	}
-	return s.record(ctx, wctx, k, nonce, found, Found)
+	return s.record(ctx, wctx, k, nonce, found, Found, snap)
 }
 
-// record keeps the first record; a claimer whose claim was retaken cannot
-// record over the new claimer (Ratus: the nonce).
-func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, it tracker.Item, how string) (Result, error) {
+// record keeps the first record, with the item's first snapshot; a
+// claimer whose claim was retaken cannot record over the new claimer
+// (Ratus: the nonce).
+func (s session) record(ctx, wctx context.Context, k ledger.Key, nonce string, it tracker.Item, how string, snap *ledger.SnapshotRow) (Result, error) {
 	ref := it.Ref
 	ref.Key = k.Key
-	row, err := s.w.ledger.Record(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: ref, Now: s.w.clock.Now()})
+	row, err := s.w.ledger.Record(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: ref, Now: s.w.clock.Now(), Snapshot: snap})
 	switch {
 	case errors.Is(err, ledger.ErrNonce):
 		// Another attempt retook the claim; it will find this item by its

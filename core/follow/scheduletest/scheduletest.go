@@ -962,26 +962,23 @@ func (l *hookedLedger) LandValues(ctx context.Context, p ledger.LandParams) erro
 	return err
 }
 
-func (l *hookedLedger) SaveFiledSnapshot(ctx context.Context, row ledger.SnapshotRow) (bool, error) {
-	l.w.interject(ctx, "before the filing's snapshot")
-	saved, err := l.Ledger.SaveFiledSnapshot(ctx, row)
-	if err == nil && saved {
-		w := l.w
-		snap, derr := ledger.DecodeSnapshot(row)
+// Record records a filing, and with it the item's first snapshot where it
+// has none: noted as the filing's baseline when it is the one saved.
+func (l *hookedLedger) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
+	w := l.w
+	w.interject(ctx, "after an answer, before its record")
+	c, err := l.Ledger.Record(ctx, p)
+	if err == nil && p.Snapshot != nil {
+		stood, serr := l.Snapshot(context.WithoutCancel(ctx), p.Tenant, p.Workspace, p.Snapshot.ItemID)
+		snap, derr := ledger.DecodeSnapshot(*p.Snapshot)
 		w.mu.Lock()
-		if it := w.items[row.ItemID]; it != nil && derr == nil {
+		if it := w.items[p.Snapshot.ItemID]; it != nil && it.filed == nil && serr == nil && derr == nil && string(stood.Item) == string(p.Snapshot.Item) {
 			w.seq++
 			it.filed = &read{seq: w.seq, version: snap.Item.UpdatedAt, values: valuesOf(snap.Item), baseline: true}
 		}
 		w.mu.Unlock()
 	}
-	return saved, err
-}
-
-func (l *hookedLedger) Record(ctx context.Context, p ledger.RecordParams) (ledger.Claim, error) {
-	l.w.interject(ctx, "between the snapshot and the record")
-	c, err := l.Ledger.Record(ctx, p)
-	l.w.interject(ctx, "after the record, before any read")
+	w.interject(ctx, "after the record, before any read")
 	return c, err
 }
 

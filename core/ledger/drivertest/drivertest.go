@@ -63,7 +63,7 @@ var cases = []struct {
 	{"CountWriteCountsWithinTheWindowOnly", countWriteCountsWithinTheWindow},
 	{"LeasesAreConditionedOnExpiryAndNonce", leasesAreConditioned},
 	{"SnapshotIDsPageInByteOrder", snapshotIDsPage},
-	{"OneOfManyRacingInsertSnapshotsWritesTheRow", racingInsertSnapshots},
+	{"RecordClaimSavesTheFilingsSnapshotOnlyWhenItRecords", recordClaimSavesTheSnapshot},
 	{"DeadLetterKeepsAnIDOnceAndResolvesOnce", deadLetterOnce},
 	{"AppendAppendsAnIDOnceAmongRacingAppends", racingAppends},
 	{"MapErrorAnswersAForeignErrorAsItIs", mapErrorKeepsForeignErrors},
@@ -411,39 +411,53 @@ func snapshotIDsPage(t *testing.T, d ledger.Driver) {
 	}
 }
 
-// racingInsertSnapshots: a filing's snapshot is written once whoever races
-// it, and never over a row that stands.
-func racingInsertSnapshots(t *testing.T, d ledger.Driver) {
+// recordClaimSavesTheSnapshot: a record with a filing's snapshot writes
+// it in the same transaction, once, never over a row that stands, and not
+// at all when it records nothing.
+func recordClaimSavesTheSnapshot(t *testing.T, d ledger.Driver) {
 	ctx := t.Context()
-	const n = 8
-	var wg sync.WaitGroup
-	saved := make([]bool, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			row := ledger.SnapshotRow{Tenant: "acme", Workspace: "ops", ItemID: "it-1",
-				Item: []byte(fmt.Sprintf(`{"n":%d}`, i)), UpdatedAt: t0.Add(time.Duration(i) * time.Second)}
-			saved[i], errs[i] = d.InsertSnapshot(ctx, row)
-		})
+	row := func(id string, n int) *ledger.SnapshotRow {
+		return &ledger.SnapshotRow{Tenant: "acme", Workspace: "ops", ItemID: id, Item: []byte(fmt.Sprintf(`{"n":%d}`, n)), UpdatedAt: t0.Add(time.Duration(n) * time.Second)}
 	}
-	wg.Wait()
-	winner := -1
-	for i := range n {
-		must(t, errs[i])
-		if saved[i] {
-			if winner >= 0 {
-				t.Fatalf("inserts %d and %d both wrote the row", winner, i)
-			}
-			winner = i
+	record := func(k ledger.Key, nonce string, snap *ledger.SnapshotRow) bool {
+		t.Helper()
+		_, recorded, err := d.RecordClaim(ctx, ledger.RecordParams{Key: k, Nonce: nonce, Ref: tracker.ItemRef{ID: snap.ItemID}, Now: t0, Snapshot: snap}, "n-"+k.Key+"-2")
+		must(t, err)
+		return recorded
+	}
+	wantItem := func(id, item string) {
+		t.Helper()
+		got, err := d.Snapshot(ctx, "acme", "ops", id)
+		if err != nil || string(got.Item) != item {
+			t.Fatalf("snapshot of %s: %s, %v; want %s", id, got.Item, err, item)
 		}
 	}
-	if winner < 0 {
-		t.Fatal("no insert wrote the row")
-	}
-	got, err := d.Snapshot(ctx, "acme", "ops", "it-1")
+	_, _, err := d.TakeClaim(ctx, claimParams(key("a"), t0), "n-a")
 	must(t, err)
-	if want := fmt.Sprintf(`{"n":%d}`, winner); string(got.Item) != want {
-		t.Fatalf("row %s, want the winner's %s", got.Item, want)
+	if !record(key("a"), "n-a", row("it-1", 1)) {
+		t.Fatal("a's record did not record")
+	}
+	wantItem("it-1", `{"n":1}`)
+	if record(key("a"), "n-a", row("it-1", 2)) {
+		t.Fatal("a second record recorded")
+	}
+	wantItem("it-1", `{"n":1}`)
+	// A snapshot that stands is kept.
+	must(t, d.SaveSnapshots(ctx, []ledger.SnapshotRow{*row("it-2", 5)}))
+	_, _, err = d.TakeClaim(ctx, claimParams(key("b"), t0), "n-b")
+	must(t, err)
+	if !record(key("b"), "n-b", row("it-2", 6)) {
+		t.Fatal("b's record did not record")
+	}
+	wantItem("it-2", `{"n":5}`)
+	// A record that does not hold the nonce writes no snapshot.
+	_, _, err = d.TakeClaim(ctx, claimParams(key("c"), t0), "n-c")
+	must(t, err)
+	if record(key("c"), "not-n-c", row("it-3", 1)) {
+		t.Fatal("a record without the nonce recorded")
+	}
+	if _, err := d.Snapshot(ctx, "acme", "ops", "it-3"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a record that recorded nothing saved a snapshot: %v", err)
 	}
 }
 

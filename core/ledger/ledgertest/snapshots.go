@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/ledger"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 // snapshotCases are the rules of the snapshots the tracker followers diff
@@ -15,7 +16,7 @@ var snapshotCases = []testCase{
 	{"SnapshotIsSavedAndRead", snapshotSaved},
 	{"SnapshotIsReplaced", snapshotReplaced},
 	{"SnapshotIsDeleted", snapshotDeleted},
-	{"AFiledSnapshotIsSavedOnlyWhereThereIsNone", snapshotFiled},
+	{"ARecordSavesTheFilingsSnapshotOnlyWhereThereIsNone", snapshotFiled},
 	{"ATombstoneIsReadButNotListed", snapshotTombstone},
 	{"SnapshotIDsListsAWorkspaceInByteOrder", snapshotIDsInOrder},
 	{"SnapshotIDsWalksALargeWorkspaceAndLetsFnCallTheLedger", snapshotIDsLarge},
@@ -48,45 +49,53 @@ func snapshotReplaced(t *testing.T, l ledger.Ledger) {
 	}
 }
 
-// snapshotFiled saves a filing's snapshot where the item has none, and
-// never over a follower's snapshot or a tombstone.
+// snapshotFiled saves a filing's snapshot with its record, where the
+// item has none, and never over a follower's snapshot or a tombstone, nor
+// when the call records nothing.
 func snapshotFiled(t *testing.T, l ledger.Ledger) {
 	ctx := t.Context()
-	filed := snap("ops", "item-1", 1)
-	saved, err := l.SaveFiledSnapshot(ctx, filed)
-	mustNil(t, err)
-	if !saved {
-		t.Fatal("a filed snapshot of an item with none was not saved")
+	record := func(k string, snap ledger.SnapshotRow, nonce string) (ledger.Claim, error) {
+		return l.Record(ctx, ledger.RecordParams{Key: key(k), Nonce: nonce,
+			Ref: tracker.ItemRef{ID: snap.ItemID, Key: k}, Now: t0.Add(time.Second), Snapshot: &snap})
 	}
+	c, _ := claim(t, l, key("k1"), "", t0)
+	filed := snap("ops", "item-1", 1)
+	_, err := record("k1", filed, c.Nonce)
+	mustNil(t, err)
 	got, err := l.Snapshot(ctx, "acme", "ops", "item-1")
 	if err != nil || !sameSnapshot(got, filed) {
-		t.Fatalf("snapshot %+v, %v, want %+v", got, err, filed)
+		t.Fatalf("snapshot %+v, %v, want the filing's %+v", got, err, filed)
 	}
-	// A follower's later read replaces it; a filed one never replaces.
-	read := snap("ops", "item-1", 5)
-	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{read}))
+	// A record that records nothing (the first is kept) saves nothing.
 	again := snap("ops", "item-1", 9)
-	if saved, err = l.SaveFiledSnapshot(ctx, again); err != nil || saved {
-		t.Fatalf("a filed snapshot over a read one: saved %v, %v", saved, err)
+	_, err = record("k1", again, c.Nonce)
+	mustNil(t, err)
+	if got, err = l.Snapshot(ctx, "acme", "ops", "item-1"); err != nil || !sameSnapshot(got, filed) {
+		t.Fatalf("snapshot %+v, %v, want the first record's %+v", got, err, filed)
 	}
-	if got, err = l.Snapshot(ctx, "acme", "ops", "item-1"); err != nil || !sameSnapshot(got, read) {
-		t.Fatalf("snapshot %+v, %v, want the read one %+v", got, err, read)
-	}
-	tomb := snap("ops", "item-2", 2)
+	// A follower that read the item first keeps its snapshot; so does a
+	// tombstone.
+	read := snap("ops", "item-2", 5)
+	tomb := snap("ops", "item-3", 2)
 	tomb.Removed = true
-	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{tomb}))
-	if saved, err = l.SaveFiledSnapshot(ctx, snap("ops", "item-2", 3)); err != nil || saved {
-		t.Fatalf("a filed snapshot over a tombstone: saved %v, %v", saved, err)
+	mustNil(t, l.SaveSnapshots(ctx, []ledger.SnapshotRow{read, tomb}))
+	for k, want := range map[string]ledger.SnapshotRow{"k2": read, "k3": tomb} {
+		c, _ := claim(t, l, key(k), "", t0)
+		_, err := record(k, snap("ops", want.ItemID, 7), c.Nonce)
+		mustNil(t, err)
+		if got, err := l.Snapshot(ctx, "acme", "ops", want.ItemID); err != nil || !sameSnapshot(got, want) {
+			t.Fatalf("%s's snapshot %+v, %v, want the one that stood %+v", k, got, err, want)
+		}
 	}
-	if got, err = l.Snapshot(ctx, "acme", "ops", "item-2"); err != nil || !sameSnapshot(got, tomb) {
-		t.Fatalf("snapshot %+v, %v, want the tombstone %+v", got, err, tomb)
-	}
-	// Another workspace's item of the same id is another item.
-	other := snap("other", "item-1", 4)
-	if saved, err = l.SaveFiledSnapshot(ctx, other); err != nil || !saved {
-		t.Fatalf("another workspace's filed snapshot: saved %v, %v", saved, err)
-	}
-	_, err = l.SaveFiledSnapshot(ctx, ledger.SnapshotRow{Tenant: "acme", Workspace: "ops"})
+	// A claim retaken by another records nothing of its old holder's.
+	c4, _ := claim(t, l, key("k4"), "", t0)
+	_, err = record("k4", snap("ops", "item-4", 1), c4.Nonce+"-not")
+	mustIs(t, err, ledger.ErrNonce)
+	_, err = l.Snapshot(ctx, "acme", "ops", "item-4")
+	mustIs(t, err, ledger.ErrNotFound)
+	// A snapshot of another workspace than the claim's is refused.
+	other := snap("other", "item-5", 1)
+	_, err = record("k4", other, c4.Nonce)
 	mustIs(t, err, ledger.ErrInvalid)
 }
 

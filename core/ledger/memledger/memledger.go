@@ -138,6 +138,15 @@ func (l *driver) RecordClaim(_ context.Context, p ledger.RecordParams, nonce str
 	c.Ref = p.Ref
 	c.RecordedAt = p.Now
 	c.Nonce = nonce
+	if r := p.Snapshot; r != nil {
+		w := workspaceKey{r.Tenant, r.Workspace}
+		if _, ok := l.snapshots[w][r.ItemID]; !ok {
+			if l.snapshots[w] == nil {
+				l.snapshots[w] = map[string]ledger.SnapshotRow{}
+			}
+			l.snapshots[w][r.ItemID] = copySnapshot(*r)
+		}
+	}
 	return copyClaim(c), true, nil
 }
 
@@ -288,21 +297,6 @@ func (l *driver) SaveSnapshots(_ context.Context, rows []ledger.SnapshotRow) err
 		l.snapshots[w][r.ItemID] = copySnapshot(r)
 	}
 	return nil
-}
-
-// InsertSnapshot implements ledger.Driver.
-func (l *driver) InsertSnapshot(_ context.Context, r ledger.SnapshotRow) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := workspaceKey{r.Tenant, r.Workspace}
-	if _, ok := l.snapshots[w][r.ItemID]; ok {
-		return false, nil
-	}
-	if l.snapshots[w] == nil {
-		l.snapshots[w] = map[string]ledger.SnapshotRow{}
-	}
-	l.snapshots[w][r.ItemID] = copySnapshot(r)
-	return true, nil
 }
 
 // DeleteSnapshot implements ledger.Driver.
