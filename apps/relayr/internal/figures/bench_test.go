@@ -475,10 +475,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 const quietDebounce = 200 * time.Millisecond
 
 // quietSpell waits, off the clock, for a quiet spell: no poll began within
-// the debounce, so the next nudge reads at once.
+// the debounce, so the next nudge reads at once. Twice the debounce: the
+// last change's deliveries may have gathered a poll a debounce after the
+// one that published it (a filing's create and update, say).
 func quietSpell(b *testing.B) {
 	b.StopTimer()
-	time.Sleep(quietDebounce + 50*time.Millisecond)
+	time.Sleep(2*quietDebounce + 50*time.Millisecond)
 	b.StartTimer()
 }
 
