@@ -60,15 +60,15 @@ func newLimits(now func() time.Time) *limits {
 // GitHub has said it would refuse (the hour spent, a secondary limit in
 // force) or one more content creation than GitHub takes in a minute or an
 // hour is answered rate-limited, never sent.
-func (l *limits) Enter(ctx context.Context, method string) (func(reached, answered bool), error) {
+func (l *limits) Enter(ctx context.Context, method string) (func(reached bool, status int), error) {
 	select {
 	case l.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, tracker.NotSent(fmt.Errorf("github: waiting for one of the token's %d requests at once: %w", ConcurrentRequests, ctx.Err()))
 	}
-	leave := func(bool, bool) { <-l.slots }
+	leave := func(bool, int) { <-l.slots }
 	if err := l.admit(method); err != nil {
-		leave(false, false)
+		leave(false, 0)
 		return nil, err
 	}
 	return leave, nil

@@ -20,7 +20,7 @@ func TestATokensRequestsAtOnceAreHeldToGitHubsHundred(t *testing.T) {
 
 func atOnce(t *testing.T) {
 	l := newLimits(time.Now)
-	var leaves []func(bool, bool)
+	var leaves []func(bool, int)
 	for range ConcurrentRequests {
 		leave, err := l.Enter(context.Background(), http.MethodGet)
 		if err != nil {
@@ -37,7 +37,7 @@ func atOnce(t *testing.T) {
 	go func() {
 		leave, err := l.Enter(context.Background(), http.MethodGet)
 		if err == nil {
-			leave(true, true)
+			leave(true, http.StatusOK)
 		}
 		entered <- err
 	}()

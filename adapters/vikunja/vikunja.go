@@ -93,6 +93,7 @@ type config struct {
 	writes    int
 	gates     *WriteGates
 	settle    time.Duration
+	hold      time.Duration
 }
 
 // WithTransport sends requests through rt (http.DefaultTransport by
@@ -126,6 +127,15 @@ func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 // for a Vikunja on PostgreSQL or MySQL, which don't lock as SQLite does.
 // Every Tracker of one server must say the same; New refuses another n.
 func WithConcurrentWrites(n int) Option { return func(c *config) { c.writes = n } }
+
+// WithWriteHold sets how long a write without an answer holds its
+// server's slot before the next write may go (its own request goes on):
+// d > 0 that long; 0, the default, learned from the server's recent writes
+// (DefaultWriteHold before any); d < 0 until it is answered, always. A
+// server that answers 500 to a write sent beside one let go early holds
+// every write until answered for a while (it locks as SQLite does). Every
+// Tracker of one server must say the same.
+func WithWriteHold(d time.Duration) Option { return func(c *config) { c.hold = d } }
 
 // WithWriteGates keeps the Trackers' write gates in g instead of the
 // process's (tests that run servers apart, each on its own virtual time).
@@ -196,14 +206,14 @@ func newDriver(p Params, opts ...Option) (*driver, error) {
 		// transport's, so every Tracker on it shares them.
 		hc = &http.Client{Transport: cfg.transport}
 	}
-	slots := &writeSlots{settle: cfg.settle}
+	slots := &writeSlots{settle: cfg.settle, now: time.Now}
 	c, err := trackerhttp.New(trackerhttp.Config{Name: Kind, BaseURL: base, AuthValue: "Bearer " + p.Token,
 		Client: hc, Timeout: cfg.timeout, MaxResponse: cfg.maxBody, RateWait: DefaultRateWait,
 		Classify: classify, Gate: slots, Now: cfg.now})
 	if err != nil {
 		return nil, err
 	}
-	if slots.gate, err = cfg.gates.gate(p.BaseURL, cfg.writes); err != nil {
+	if slots.gate, err = cfg.gates.gate(p.BaseURL, cfg.writes, cfg.hold); err != nil {
 		return nil, err
 	}
 	t := &driver{base: base, project: p.Project, source: p.Source, http: c,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -198,12 +199,13 @@ func TestOneServerHasOneSetting(t *testing.T) {
 // can no longer be acting on it: its connection closed and the settle
 // passed. Vikunja on SQLite goes on with a request whose client left, so
 // a write sent at once would meet it and be refused as locked; relayr's
-// next write waits, and nothing relayr sends meets its own writes.
+// next write waits, and nothing relayr sends meets its own writes. (A
+// server whose writes are held until answered: see the hold's tests.)
 func TestAWriteGivenUpMidRequestKeepsTheServersSlotUntilItSettles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Each write holds the database for 3 s; the first's caller gives
 		// up after 1 s, and relayr takes the server to be done 3 s after.
-		e, tr := lockingServer(t, vikunja.WithWriteSettle(3*time.Second))
+		e, tr := lockingServer(t, vikunja.WithWriteSettle(3*time.Second), vikunja.WithWriteHold(-1))
 		start := time.Now()
 		gaveUp, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
@@ -299,4 +301,71 @@ func lockingServer(t *testing.T, opts ...vikunja.Option) (*vikunjaemu.Emulator, 
 		t.Fatal(err)
 	}
 	return e, tr
+}
+
+// A write whose answer is late past its hold (a proxy in front of the
+// server, a network) lets the next write go: the server took it, and
+// holds nothing of it. The late one is answered in its own time.
+func TestAWriteLateToAnswerPastItsHoldLetsTheNextGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := vikunjaemu.New(vikunjaemu.Options{RateLimit: -1})
+		proxy := &stallProxy{next: e, mode: lateAnswer, share: 1, rnd: rand.New(rand.NewPCG(1, 1))} //nolint:gosec // reproducible faults, not secrets
+		s := memnet.NewServer(proxy)
+		t.Cleanup(func() { s.Close(); e.Close() })
+		project := e.CreateProject("Lattice", "LAT")
+		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: tracker.Source{Tenant: "t1", Workspace: "w1"}},
+			vikunja.WithTransport(s.Transport()), vikunja.WithWriteGates(vikunja.NewWriteGates()), vikunja.WithTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		late := make(chan error, 1)
+		go func() {
+			_, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "late"})
+			late <- err
+		}()
+		time.Sleep(time.Millisecond)
+		proxy.set(noStall)
+		if _, err := tr.Create(t.Context(), "k2", tracker.Draft{Title: "next"}); err != nil {
+			t.Fatalf("the next write: %v", err)
+		}
+		if took := time.Since(start); took != vikunja.DefaultWriteHold {
+			t.Fatalf("the next write went %v after the late one, want its hold, %v", took, vikunja.DefaultWriteHold)
+		}
+		if err := <-late; !errors.Is(err, tracker.ErrUnavailable) {
+			t.Fatalf("the late write: %v, want the proxy's 504, unavailable", err)
+		}
+		if n := e.Locked(); n != 0 {
+			t.Fatalf("%d writes locked", n)
+		}
+	})
+}
+
+// A server whose write outlasts its hold and then fails the write sent
+// beside it (SQLite locked: the late one was at work) has its writes held
+// until answered from then on: one write failed to learn it, none after.
+func TestAServerThatLocksHasItsWritesHeldUntilAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, tr := lockingServer(t) // each write holds the database 3 s
+		first := make(chan error, 1)
+		go func() {
+			_, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "slow at the server"})
+			first <- err
+		}()
+		time.Sleep(time.Millisecond)
+		if _, err := tr.Create(t.Context(), "k2", tracker.Draft{Title: "beside it"}); !errors.Is(err, tracker.ErrUnavailable) {
+			t.Fatalf("the write sent beside the slow one: %v, want it locked (500)", err)
+		}
+		if err := <-first; err != nil {
+			t.Fatalf("the slow write: %v", err)
+		}
+		for i := range 3 {
+			if _, err := tr.Create(t.Context(), fmt.Sprintf("k%d", i+3), tracker.Draft{Title: "after"}); err != nil {
+				t.Fatalf("a write after the server showed it locks: %v", err)
+			}
+		}
+		if n := e.Locked(); n != 1 {
+			t.Fatalf("%d writes locked, want the one that showed it", n)
+		}
+	})
 }

@@ -93,11 +93,11 @@ type Config struct {
 // (Vikunja on SQLite takes one write at a time). Enter waits for a slot
 // for a request of method, or fails (a done context: an error that
 // matches tracker.ErrNotSent). The request calls leave once, saying
-// whether it reached the server (a connection was had) and whether its
-// answer was read whole: a request given up on its way may still be under
-// way at the server.
+// whether it reached the server (a connection was had) and the status of
+// its answer, read whole (0 when none was: a request given up on its way
+// may still be under way at the server).
 type Gate interface {
-	Enter(ctx context.Context, method string) (leave func(reached, answered bool), err error)
+	Enter(ctx context.Context, method string) (leave func(reached bool, status int), err error)
 }
 
 // Client sends one tracker's requests. It is safe for concurrent use.
@@ -231,11 +231,12 @@ func (c *Client) Do(ctx context.Context, req Request) (Answer, error) {
 		if err != nil {
 			return Answer{}, err
 		}
-		var reached, answered atomic.Bool
+		var reached atomic.Bool
+		var status atomic.Int64
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { reached.Store(true) }})
-		defer func() { leave(reached.Load(), answered.Load()) }()
+		defer func() { leave(reached.Load(), int(status.Load())) }()
 		a, err := c.send(ctx, req, target, what, payload)
-		answered.Store(a.Status != 0)
+		status.Store(int64(a.Status))
 		return a, err
 	}
 	return c.send(ctx, req, target, what, payload)

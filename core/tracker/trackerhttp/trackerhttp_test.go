@@ -226,16 +226,16 @@ type gate struct {
 	refuse                     error
 }
 
-func (g *gate) Enter(_ context.Context, _ string) (func(bool, bool), error) {
+func (g *gate) Enter(_ context.Context, _ string) (func(bool, int), error) {
 	if g.refuse != nil {
 		return nil, g.refuse
 	}
 	g.entered.Add(1)
-	return func(reached, answered bool) {
+	return func(reached bool, status int) {
 		if reached {
 			g.reached.Add(1)
 		}
-		if answered {
+		if status != 0 {
 			g.answered.Add(1)
 		}
 	}, nil

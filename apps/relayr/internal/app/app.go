@@ -134,7 +134,7 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 		}
 		// One write at a time to the server unless the binding allows more
 		// (config checks every binding of a server says the same).
-		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites),
+		opts := []vikunja.Option{vikunja.WithConcurrentWrites(b.ConcurrentWrites), vikunja.WithWriteHold(b.WriteHold.Hold),
 			vikunja.WithTimeout(t.Requests()), vikunja.WithWriteSettle(t.Settle())}
 		if transport != nil {
 			opts = append(opts, vikunja.WithTransport(transport))

@@ -192,6 +192,38 @@ type Binding struct {
 	// two writes that meet; more only for a Vikunja on PostgreSQL or MySQL.
 	// Every binding naming the server must say the same.
 	ConcurrentWrites int `toml:"concurrent_writes"`
+	// WriteHold is how long a write to the Vikunja server at base_url
+	// holds the server's write slot without an answer before the next
+	// write may go (its own request goes on): a duration, or
+	// "until_answered"; unset, it is learned from the server's recent
+	// writes (vikunja.WithWriteHold). Every binding naming the server must
+	// say the same.
+	WriteHold WriteHold `toml:"write_hold"`
+}
+
+// WriteHold is a Vikunja binding's write_hold: unset (learned), a
+// duration such as "500ms", or "until_answered".
+type WriteHold struct {
+	// Hold is the duration; negative for "until_answered", zero unset.
+	Hold time.Duration
+}
+
+// UntilAnswered is write_hold's word for a write that holds the slot until
+// it is answered.
+const UntilAnswered = "until_answered"
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (h *WriteHold) UnmarshalText(b []byte) error {
+	if string(b) == UntilAnswered {
+		h.Hold = -1
+		return nil
+	}
+	v, err := time.ParseDuration(string(b))
+	if err != nil || v <= 0 {
+		return fmt.Errorf("%q is neither a duration above zero such as 500ms nor %q", b, UntilAnswered)
+	}
+	h.Hold = v
+	return nil
 }
 
 // Defaults fill what a run's draft leaves out (T5).
@@ -496,7 +528,10 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 	bound := map[string]bool{}
 	// One Vikunja server takes one setting of writes at once: the first
 	// binding naming it, by index, and the setting it gives.
-	type serverSetting struct{ at, writes int }
+	type serverSetting struct {
+		at, writes int
+		hold       time.Duration
+	}
 	servers := map[string]serverSetting{}
 	for i, b := range c.Bindings {
 		where := fmt.Sprintf("bindings[%d] (%s/%s)", i, b.Tenant, b.Workspace)
@@ -563,13 +598,19 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 			add("%s: concurrent_writes %d is below 1", where, b.ConcurrentWrites)
 		case b.Tracker != vikunja.Kind && b.ConcurrentWrites != 0:
 			add("%s: concurrent_writes is for vikunja, whose SQLite fails writes that meet", where)
+		case b.Tracker != vikunja.Kind && b.WriteHold.Hold != 0:
+			add("%s: write_hold is for vikunja, whose writes go one at a time", where)
+		case b.Tracker == vikunja.Kind && b.WriteHold.Hold > c.Timings.WriteBound.Or(writes.DefaultWriteBound):
+			add("%s: write_hold %v is past the write bound %v: no write is held so long", where, b.WriteHold.Hold, c.Timings.WriteBound.Or(writes.DefaultWriteBound))
 		case b.Tracker == vikunja.Kind && checkURL(b.BaseURL, b.AllowInsecureHTTP) == nil:
 			n := max(b.ConcurrentWrites, vikunja.DefaultConcurrentWrites)
 			key := vikunja.ServerKey(b.BaseURL)
 			if first, ok := servers[key]; !ok {
-				servers[key] = serverSetting{at: i, writes: n}
+				servers[key] = serverSetting{at: i, writes: n, hold: b.WriteHold.Hold}
 			} else if first.writes != n {
 				add("%s: concurrent_writes %d for %s, where bindings[%d] says %d: one server takes one setting", where, n, key, first.at, first.writes)
+			} else if first.hold != b.WriteHold.Hold {
+				add("%s: write_hold for %s differs from bindings[%d]'s: one server takes one setting", where, key, first.at)
 			}
 		}
 	}

@@ -221,6 +221,18 @@ func TestRefusals(t *testing.T) {
 		{"OneVikunjaServerWithTwoSettings", func(s string) string {
 			return withVikunja(s, "https://v.example.com", 4, "HTTPS://V.example.com/", 0)
 		}, "concurrent_writes 1 for https://v.example.com, where bindings[1] says 4: one server takes one setting"},
+		{"WriteHoldOnPlane", func(s string) string {
+			return strings.Replace(s, `tracker = "plane"`, "tracker = \"plane\"\nwrite_hold = \"1s\"", 1)
+		}, "write_hold is for vikunja"},
+		{"WriteHoldNotADuration", func(s string) string {
+			return strings.Replace(withVikunja(s, "https://v.example.com", 0, "https://v.example.com", 0), "project = \"7\"\n", "project = \"7\"\nwrite_hold = \"never\"\n", 1)
+		}, `"never" is neither a duration above zero such as 500ms nor "until_answered"`},
+		{"WriteHoldPastTheWriteBound", func(s string) string {
+			return strings.Replace(withVikunja(s, "https://v.example.com", 0, "https://w.example.com", 0), "project = \"7\"\n", "project = \"7\"\nwrite_hold = \"30s\"\n", 1)
+		}, "write_hold 30s is past the write bound 20s"},
+		{"OneVikunjaServerWithTwoWriteHolds", func(s string) string {
+			return strings.Replace(withVikunja(s, "https://v.example.com", 0, "https://v.example.com", 0), "project = \"7\"\n", "project = \"7\"\nwrite_hold = \"until_answered\"\n", 1)
+		}, "write_hold for https://v.example.com differs from bindings[1]'s: one server takes one setting"},
 		{"ASubscriptionOfAnUnboundWorkspace", func(s string) string {
 			return strings.Replace(s, "workspace = \"ops\"\nname = \"rules\"", "workspace = \"dev\"\nname = \"rules\"", 1)
 		}, "acme/dev is not a bound workspace"},
@@ -400,5 +412,26 @@ func TestTrackerLimitsReplaceTheKindsWindows(t *testing.T) {
 	}
 	if off := (&config.Config{TrackerLimits: map[string]config.TrackerLimits{"github": {}}}).BudgetWindows()["github"]; len(off) != 0 {
 		t.Fatalf("a table of zeros left %+v", off)
+	}
+}
+
+// write_hold reads a duration or "until_answered", and is unset (learned)
+// by default.
+func TestWriteHoldIsReadOnVikunjaBindings(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  time.Duration
+	}{{"", 0}, {`write_hold = "500ms"`, 500 * time.Millisecond}, {`write_hold = "until_answered"`, -1}} {
+		s := withVikunja(good, "https://v.example.com", 0, "https://w.example.com", 0)
+		if c.value != "" {
+			s = strings.Replace(s, "project = \"7\"\n", "project = \"7\"\n"+c.value+"\n", 1)
+		}
+		cfg, err := config.Parse([]byte(s), "relayr.toml")
+		if err != nil {
+			t.Fatalf("%s: %v", c.value, err)
+		}
+		if got := cfg.Bindings[1].WriteHold.Hold; got != c.want {
+			t.Fatalf("%s: write_hold %v, want %v", c.value, got, c.want)
+		}
 	}
 }
