@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -105,6 +108,34 @@ func correlation(r *http.Request, body string) string {
 	return r.Header.Get(CorrelationHeader)
 }
 
+// preferWait answers the request's context, bounded by the wait its client
+// said it takes (RFC 7240's Prefer: wait=N, in seconds) when it said one:
+// relayr answers such a caller before it gives up, with its item or a
+// retryable error saying when to come back (writes.AnswerMargin before the
+// wait ends), and says so in Preference-Applied. A Prefer header relayr
+// cannot read is ignored, as RFC 7240 has preferences be.
+func preferWait(w http.ResponseWriter, r *http.Request) (context.Context, context.CancelFunc) {
+	for _, h := range r.Header.Values("Prefer") {
+		for pref := range strings.SplitSeq(h, ",") {
+			name, value, ok := strings.Cut(strings.TrimSpace(pref), "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+			if err != nil || n < 1 || n > maxPreferWait {
+				continue
+			}
+			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(n))
+			return context.WithTimeout(r.Context(), time.Duration(n)*time.Second)
+		}
+	}
+	return context.WithCancel(r.Context())
+}
+
+// maxPreferWait is the longest Prefer: wait relayr reads (a day); a longer
+// one is ignored.
+const maxPreferWait = 86400
+
 func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := a.tenantOf(w, r)
 	if !ok {
@@ -115,7 +146,9 @@ func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	res, err := a.c.Writes.EnsureItem(r.Context(), writes.EnsureParams{
+	ctx, cancel := preferWait(w, r)
+	defer cancel()
+	res, err := a.c.Writes.EnsureItem(ctx, writes.EnsureParams{
 		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Draft:       tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
 		Correlation: correlation(r, req.Correlation), Live: req.Live,
@@ -141,7 +174,9 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	it, err := a.c.Writes.Update(r.Context(), writes.UpdateParams{
+	ctx, cancel := preferWait(w, r)
+	defer cancel()
+	it, err := a.c.Writes.Update(ctx, writes.UpdateParams{
 		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Patch:       tracker.Patch{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
 		Correlation: correlation(r, req.Correlation), Live: req.Live,
@@ -163,7 +198,9 @@ func (a *API) comment(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	res, err := a.c.Writes.Comment(r.Context(), writes.CommentParams{
+	ctx, cancel := preferWait(w, r)
+	defer cancel()
+	res, err := a.c.Writes.Comment(ctx, writes.CommentParams{
 		Tenant: tenant, Workspace: workspace, ItemKey: req.ItemKey, Key: req.Key,
 		Body: req.Body, Correlation: correlation(r, req.Correlation),
 	})

@@ -57,7 +57,7 @@ func (w *Writer) Comment(ctx context.Context, p CommentParams) (CommentResult, e
 	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindComment, Key: p.Key}
 	// A caller of a comment key another attempt holds waits for it, as a
 	// filing's caller does (wait.go).
-	deadline := w.clock.Now().Add(w.opts.WriteBound)
+	deadline := w.answerBy(ctx, w.clock.Now().Add(w.opts.WriteBound))
 	for range maxRounds {
 		res, err := s.comment(ctx, k, item, p, deadline)
 		if !errors.Is(err, errAgain) {

@@ -133,6 +133,24 @@ func (w *Writer) awaitHolder(ctx context.Context, k ledger.Key, row ledger.Claim
 	}
 }
 
+// AnswerMargin is how long before its caller's deadline (its context's) a
+// caller still waiting is answered: retryable, with the Retry-After of
+// when its item is likely there, so the answer reaches a caller that
+// times out rather than its timeout reaching it first.
+const AnswerMargin = 500 * time.Millisecond
+
+// answerBy is when a caller waiting on ctx is answered at the latest: at
+// until, or AnswerMargin before ctx's deadline when that is sooner (a
+// caller that said how long it waits: an HTTP client's Prefer: wait).
+func (w *Writer) answerBy(ctx context.Context, until time.Time) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		if by := dl.Add(-AnswerMargin); by.Before(until) {
+			return by
+		}
+	}
+	return until
+}
+
 // claimed is tracker_claimed for a key whose holder claimed it at
 // claimedAt, with the Retry-After of when it is likely done.
 func (w *Writer) claimed(k ledger.Key, claimedAt time.Time) error {

@@ -287,7 +287,7 @@ func (w *Writer) EnsureItem(ctx context.Context, p EnsureParams) (Result, error)
 	}
 	draft := withDefaults(p.Draft, s.b.Defaults)
 	k := ledger.Key{Tenant: p.Tenant, Workspace: p.Workspace, Kind: ledger.KindItem, Key: p.Key}
-	deadline := w.clock.Now().Add(w.opts.WriteBound)
+	deadline := w.answerBy(ctx, w.clock.Now().Add(w.opts.WriteBound))
 	for range maxRounds {
 		res, err := s.ensure(ctx, k, p, draft, deadline)
 		if !errors.Is(err, errAgain) {
@@ -352,6 +352,7 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 	if deadline.After(until) {
 		until = deadline
 	}
+	until = w.answerBy(ctx, until)
 	wait, cancel := w.clock.WithTimeout(ctx, until.Sub(w.clock.Now()))
 	defer cancel()
 	select {

@@ -612,6 +612,31 @@ func TestEnsureItem(t *testing.T) {
 		})
 	})
 
+	t.Run("ACallerWithADeadlineIsAnsweredBeforeItWithWhenItsItemIsLikelyThere", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikePlane)
+			e.fake.HangNext(faketracker.MethodCreate, 1)
+			// A caller that waits 5 s (an HTTP client's Prefer: wait=5, or
+			// its own timeout) is answered before it gives up: retryable,
+			// told when to come back; the filing goes on.
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}})
+			var we *writes.Error
+			if !errors.As(err, &we) || we.Code != writes.CodeUnavailable || we.RetryAfter <= 0 {
+				t.Fatalf("answered %v, want tracker_unavailable with a Retry-After", err)
+			}
+			if took := time.Since(start); took != 5*time.Second-writes.AnswerMargin {
+				t.Fatalf("answered after %v, want the margin before the caller's 5 s", took)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("answered after the caller's deadline")
+			}
+			e.drain()
+		})
+	})
+
 	t.Run("AllWritesUnderAClaimAreBoundedAt20sAndTheClaimHoldsUntilALookUpSaysThereIsNone", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)
