@@ -3,6 +3,7 @@ package tracker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,6 +135,18 @@ func TestPortableRefusesABadDraftPatchOrBodyWithoutAskingTheDriver(t *testing.T)
 		"a state not of five": func() error { _, err := tr.Create(ctx, "k", tracker.Draft{Title: "T", State: state}); return err }(),
 		"a blank label": func() error {
 			_, err := tr.Create(ctx, "k", tracker.Draft{Title: "T", Labels: []string{""}})
+			return err
+		}(),
+		"a label twice": func() error {
+			_, err := tr.Create(ctx, "k", tracker.Draft{Title: "T", Labels: []string{"l", "m", "l"}})
+			return err
+		}(),
+		"more labels than MaxLabels": func() error {
+			many := make([]string, tracker.MaxLabels+1)
+			for i := range many {
+				many[i] = fmt.Sprint("l", i)
+			}
+			_, err := tr.Update(ctx, "i-1", tracker.Patch{Labels: &many})
 			return err
 		}(),
 		"a patch's NUL":   func() error { _, err := tr.Update(ctx, "i-1", tracker.Patch{Description: &bad}); return err }(),

@@ -357,13 +357,26 @@ func controlRune(v string, lines bool) (rune, bool) {
 
 // validateLabels checks each label is a name a tracker can keep, before a
 // claim is taken for a write the tracker would refuse.
+// MaxLabels is the most labels a draft or a patch names. Each label is a
+// request on some trackers (Vikunja adds them one by one): a filing of
+// 20,000 labels held a server's only write slot past the write bound and
+// could never succeed. GitHub takes 100 on an issue; 50 is room for any
+// rule's.
+const MaxLabels = 50
+
 func validateLabels(labels []string) error {
-	for _, l := range labels {
+	if len(labels) > MaxLabels {
+		return &InvalidError{Field: "labels", Reason: fmt.Sprintf("names %d labels, over %d", len(labels), MaxLabels)}
+	}
+	for i, l := range labels {
 		if strings.TrimSpace(l) == "" {
 			return &InvalidError{Field: "labels", Reason: "holds a blank label"}
 		}
 		if err := ValidateName("labels", l); err != nil {
 			return err
+		}
+		if slices.Contains(labels[:i], l) {
+			return &InvalidError{Field: "labels", Reason: "names " + Quote(l) + " twice"}
 		}
 	}
 	return nil
