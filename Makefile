@@ -83,9 +83,11 @@ nats:
 ## moves both alike.
 bench: db nats
 	@mkdir -p bin
-	set -o pipefail; $(GO) test -run '^$$' -bench . -count 3 -timeout 30m \
+	set -o pipefail; $(GO) test -run '^$$' -bench . -skip '^BenchmarkStalledTracker$$' -count 3 -timeout 30m \
 		./core/follow ./core/ledger/memledger ./adapters/httpapi ./adapters/github ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStalledTracker$$' -benchtime 1x -timeout 30m \
+		./apps/relayr/internal/figures | tee -a bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkBeat$$' -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkSecondReplicasWait$$' -benchtime 100x -count 3 ./adapters/ledgerpg | tee -a bin/bench.txt
 	set -o pipefail; for pkg in ./adapters/ledgersqlite ./adapters/ledgerpg; do \

@@ -357,7 +357,18 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 	defer cancel()
 	select {
 	case a := <-answer:
-		return a.res, a.err
+		if !a.inDoubt || !w.waitsForLookUp(ctx, until) {
+			return a.res, a.err
+		}
+		// In doubt, and the caller said it waits past relayr's look-up
+		// (Prefer: wait): it is answered what the look-up finds, or
+		// told to come back at its own deadline, not before.
+		select {
+		case <-f.done:
+			return Result{}, errAgain
+		case <-wait.Done():
+			return Result{}, a.err
+		}
 	case <-wait.Done():
 		if ctx.Err() != nil {
 			return Result{}, wrap(CodeUnavailable, fmt.Errorf("the caller gave up; the filing of %s goes on: %w", tracker.Quote(k.Key), ctx.Err()))
@@ -365,6 +376,16 @@ func (s session) ensure(ctx context.Context, k ledger.Key, p EnsureParams, draft
 		return Result{}, &Error{Code: CodeUnavailable, RetryAfter: w.likelyDone(row.ClaimedAt),
 			Err: fmt.Errorf("key %s is still being filed; its filing goes on", tracker.Quote(k.Key))}
 	}
+}
+
+// waitsForLookUp reports whether a caller told of a filing in doubt waits
+// for relayr's look-up of it: one whose context says how long it waits
+// (an HTTP client's Prefer: wait), past the look-up's Settle, where until
+// is when it is answered at the latest. A caller that said nothing is
+// told at once, with when to come back.
+func (w *Writer) waitsForLookUp(ctx context.Context, until time.Time) bool {
+	_, ok := ctx.Deadline()
+	return ok && until.Sub(w.clock.Now()) > w.opts.Settle
 }
 
 // fly runs a filing to its end and answers it: what it made, or how it
@@ -381,12 +402,13 @@ func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Cl
 			w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
 		}
 		w.unboard(k, f)
-		answer <- filed{res, err}
+		answer <- filed{res: res, err: err}
 		return
 	}
 	// In doubt: the caller hears so at once, told to come back once the
-	// look-up can have answered, and relayr looks the item up.
-	answer <- filed{Result{}, withRetry(d.err, w.opts.Settle+time.Second)}
+	// look-up can have answered (or, one that waits, waits for it on the
+	// board), and relayr looks the item up.
+	answer <- filed{Result{}, withRetry(d.err, w.opts.Settle+time.Second), true}
 	if s.resolve(ctx, k, row.Nonce, row.ClaimedAt, draft) {
 		w.noteFiling(w.clock.Now().Sub(row.ClaimedAt))
 	}
@@ -397,6 +419,8 @@ func (s session) fly(ctx context.Context, k ledger.Key, f *flight, row ledger.Cl
 type filed struct {
 	res Result
 	err error
+	// inDoubt: the filing's fate is not known; relayr looks it up.
+	inDoubt bool
 }
 
 // file files the key under the claim this attempt holds (Fresh or

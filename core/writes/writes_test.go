@@ -637,6 +637,27 @@ func TestEnsureItem(t *testing.T) {
 		})
 	})
 
+	t.Run("ACallerThatWaitsPastTheLookUpOfItsFilingInDoubtIsAnsweredTheItemFound", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, faketracker.LikeVikunja)
+			e.fake.CrashAfterCreate(1) // the item is made, its answer lost
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			start := time.Now()
+			r, err := e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "x"}})
+			if err != nil {
+				t.Fatalf("answered %v, want the item relayr's look-up found", err)
+			}
+			if took := time.Since(start); took > writes.DefaultSettle+time.Second {
+				t.Fatalf("answered after %v, want about the look-up's settle", took)
+			}
+			if perKey, _ := e.fake.Filed(); perKey["k"] != 1 || r.Item.Ref.ID == "" {
+				t.Fatalf("filed %v, answered %+v", perKey, r.Item.Ref)
+			}
+			e.drain()
+		})
+	})
+
 	t.Run("AllWritesUnderAClaimAreBoundedAt20sAndTheClaimHoldsUntilALookUpSaysThereIsNone", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := newEnv(t, faketracker.LikeVikunja)

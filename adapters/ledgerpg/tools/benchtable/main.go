@@ -138,7 +138,9 @@ func (r results) trackers() []string {
 	var out []string
 	for name := range r {
 		parts := strings.Split(name, "/")
-		if len(parts) == 3 && slices.Contains(figures, parts[0]) && !slices.Contains(out, parts[1]) {
+		figure := len(parts) == 3 && slices.Contains(figures, parts[0]) ||
+			len(parts) == 4 && parts[0] == "StalledTracker" // <figure>/<tracker>/<mode>/<side>
+		if figure && !slices.Contains(out, parts[1]) {
 			out = append(out, parts[1])
 		}
 	}
@@ -224,6 +226,7 @@ func (r results) trackerRows(t string) []row {
 		rows = append(rows, row{"Tracker requests per poll after comments on 10 items, " + t, num(v), "11 reading each item's comments", "–"})
 	}
 	plain("TrackerRequests/"+t+"/idle-poll", "requests/poll", "Tracker requests per idle poll, "+t)
+	rows = append(rows, r.stalledRows(t)...)
 	if v, ok := r.get("TrackerRequests/"+t+"/idle-poll", "points/poll"); ok {
 		rows = append(rows, row{"Points of the tracker's hourly limit per idle poll (a 304 costs none), " + t, num(v), "1 point an unconditional poll", "–"})
 	}
@@ -277,6 +280,45 @@ func (r results) trackerRows(t string) []row {
 // budgetRows are the budget's figures, from virtual-time tests (FIGURE
 // lines): the floor's worst gap under writes at twice the budget, how 500
 // bindings' polls spread, and the 429s a start draws from Plane's limit.
+// stallModes name BenchmarkStalledTracker's fault modes in the table.
+var stallModes = []struct{ mode, what string }{
+	{"none", "no faults"},
+	{"late", "30% of creates answered 12 s late (504)"},
+	{"lost", "30% of creates' answers lost"},
+}
+
+// stalledRows are a tracker's rows of the slow tracker: 50 keys each sent
+// by two callers at once with 15 s timeouts, per fault mode, relayr beside
+// the tracker's own create.
+func (r results) stalledRows(t string) []row {
+	var rows []row
+	for _, m := range stallModes {
+		name := "StalledTracker/" + t + "/" + m.mode
+		outcome := func(side string) (string, bool) {
+			wall, ok := r.get(name+"/"+side, "s/run")
+			if !ok {
+				return "", false
+			}
+			failed, _ := r.get(name+"/"+side, "failed-callers")
+			unfiled, _ := r.get(name+"/"+side, "unfiled-keys")
+			dups, _ := r.get(name+"/"+side, "duplicates")
+			reqs, _ := r.get(name+"/"+side, "requests/key")
+			return fmt.Sprintf("%s s; %s failed callers, %s unfiled, %s duplicates; %s requests a key",
+				num(wall), count(failed), count(unfiled), count(dups), num(reqs)), true
+		}
+		rel, ok := outcome("relayr")
+		if !ok {
+			continue
+		}
+		against := "–"
+		if dir, ok := outcome("direct"); ok {
+			against = dir + " (direct creates)"
+		}
+		rows = append(rows, row{"A slow tracker, 50 keys each sent by two callers with 15 s timeouts, " + m.what + ", " + t, rel, against, "–"})
+	}
+	return rows
+}
+
 func (r results) budgetRows() []row {
 	var rows []row
 	if v, ok := r.get("Figure/budget.worst_poll_gap", "s"); ok {

@@ -21,6 +21,8 @@ BenchmarkTrackerRequests/Plane/change-2         	      37	  27214550 ns/op	     
 BenchmarkTrackerRequests/Plane/idle-poll-2      	      67	  17501555 ns/op	         1.000 requests/poll
 BenchmarkChangeToFeed/Plane/webhook-2           	      20	   9710085 ns/op	         9.708 ms/change	         8.353 p50-ms/change
 BenchmarkChangeToFeed/Plane/polling-2           	       5	 234578317 ns/op	       110.0 ms/change@200ms	     15010 ms/change@30s	     30010 ms/change@60s
+BenchmarkStalledTracker/Vikunja/late/relayr-2       	       1	18370346403 ns/op	         0 duplicates	         0 failed-callers	         1.280 requests/key	        13.35 s/run	         0 unfiled-keys
+BenchmarkStalledTracker/Vikunja/late/direct-2       	       1	32256143260 ns/op	        90.00 duplicates	         0 failed-callers	         2.800 requests/key	        32.25 s/run	         0 unfiled-keys
 BenchmarkDeletionToFeed/Vikunja/webhook-2       	      20	   4755198 ns/op	         4.754 ms/deletion	         3.851 p50-ms/deletion
 BenchmarkTrackerRequests/GitHub/burst-2     	       4	   7234364 ns/op	         2.000 requests/poll
 BenchmarkSustainedFilings-2   	       1	 494849724 ns/op	       500.0 filings/hour	         0 github-refusals	      9300 held/3h	         1.001 points/filing	         1.001 requests/filing
@@ -84,6 +86,7 @@ func TestTableSetsEachTrackersFiguresBesideWhatTheyAreMeasuredAgainst(t *testing
 		"| Change to feed with a webhook nudge after a quiet spell, median (mean), Plane | 8.35 ms (9.71 ms) | 30,010 ms polling every minute (modelled) | 0.00 |",
 		"| Change to feed polling every 30 s, no webhook, Plane (modelled: 110 ms measured at 200 ms) | 15,010 ms | 30,010 ms polling every minute (modelled) | 0.50 |",
 		"| Deletion to feed with a webhook after a quiet spell, median (mean), Vikunja | 3.85 ms (4.75 ms) | the next daily sweep without one | – |",
+		"| A slow tracker, 50 keys each sent by two callers with 15 s timeouts, 30% of creates answered 12 s late (504), Vikunja | 13.35 s; 0 failed callers, 0 unfiled, 0 duplicates; 1.28 requests a key | 32.25 s; 0 failed callers, 0 unfiled, 90 duplicates; 2.80 requests a key (direct creates) | – |",
 		"| Points of the tracker's hourly limit per filing, GitHub | 1.00 | – | – |",
 		"| Tracker requests per filing, GitHub (a new key a second, virtual time) | 1.00 | – | – |",
 		"| Tracker requests per poll after comments on 10 items, GitHub | 2.00 | 11 reading each item's comments | – |",

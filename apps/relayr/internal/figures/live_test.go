@@ -328,3 +328,34 @@ func (g *liveGitea) hook(ctx context.Context, url string) (string, error) {
 func (g *liveGitea) unhook(ctx context.Context, id string) error {
 	return call(ctx, http.MethodDelete, g.base+"/api/v1/repos/"+g.repo+"/hooks/"+id, g.token, "", nil, nil)
 }
+
+// TestLiveStalledTracker is BenchmarkStalledTracker's late and lost runs
+// against a live Vikunja (RELAYR_VIKUNJA_*) behind the same fault proxy on
+// loopback, through relayr's API: it prints FIGURE lines, and fails on a
+// caller that never got its item, a key left unfiled or one filed twice.
+func TestLiveStalledTracker(t *testing.T) {
+	u := os.Getenv("RELAYR_VIKUNJA_URL")
+	if u == "" {
+		if os.Getenv("RELAYR_REQUIRE_LIVE") != "" {
+			t.Fatal("RELAYR_REQUIRE_LIVE is set, and RELAYR_VIKUNJA_URL is not")
+		}
+		t.Skip("no live Vikunja named (RELAYR_VIKUNJA_URL)")
+	}
+	lv := &liveVikunja{base: strings.TrimRight(u, "/"), token: os.Getenv("RELAYR_VIKUNJA_TOKEN"), project: os.Getenv("RELAYR_VIKUNJA_PROJECT")}
+	for _, mode := range stallFaults {
+		t.Run(mode, func(t *testing.T) {
+			px := newFaultProxy(t, originOf(lv.base), mode)
+			s := startService(t, proxied{lv, px}, serviceOptions{serve: true, timings: config.Timings{Budget: unlimited}})
+			px.requests.Store(0)
+			out := stallRun(t, func(ctx context.Context, key string) (time.Duration, error) { return s.ensureAnswer(ctx, key) })
+			time.Sleep(5 * time.Second)
+			out.requests = px.requests.Load()
+			countStalled(t, proxied{lv, px}, &out)
+			t.Logf("FIGURE live.vikunja.stalled.%s.wall %.2f s", mode, out.took.Seconds())
+			t.Logf("FIGURE live.vikunja.stalled.%s.requests_per_key %.2f requests", mode, float64(out.requests)/stallKeys)
+			if out.failed != 0 || out.unfiled != 0 || out.duplicates != 0 {
+				t.Fatalf("%d callers failed, %d keys unfiled, %d filed twice; want none", out.failed, out.unfiled, out.duplicates)
+			}
+		})
+	}
+}
