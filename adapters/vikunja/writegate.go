@@ -63,13 +63,23 @@ func NewWriteGates() *WriteGates { return &WriteGates{gates: map[string]*writeGa
 var processGates = NewWriteGates()
 
 type writeGate struct {
-	n    int
-	slot chan struct{}
+	n int
 	// hold is the configured hold (0: learned; negative: writes hold their
 	// slot until answered, always).
 	hold time.Duration
 
 	mu sync.Mutex
+	// busy is how many slots writes hold; waiting, the writes waiting for
+	// one by party (a tenant: tracker.PartyOf), and turns the parties with
+	// waiting writes, in the order they came. A free slot goes to the
+	// party served longest ago (served: the turn each was last given a
+	// slot at), so one tenant's burst or stalled writes do not stall
+	// another's: its write goes next.
+	busy    int
+	waiting map[string][]*waiter
+	turns   []string
+	served  map[string]uint64
+	turn    uint64
 	// early counts the writes let go early and not answered yet.
 	early int
 	// strictUntil: until then, writes hold their slot until answered.
@@ -109,7 +119,7 @@ func (g *WriteGates) gate(baseURL string, n int, hold time.Duration) (*writeGate
 		}
 		return w, nil
 	}
-	w := &writeGate{n: n, slot: make(chan struct{}, n), hold: hold}
+	w := &writeGate{n: n, hold: hold, waiting: map[string][]*waiter{}, served: map[string]uint64{}}
 	g.gates[key] = w
 	return w, nil
 }
@@ -140,12 +150,10 @@ func (s *writeSlots) Enter(ctx context.Context, method string) (func(reached boo
 	if method == http.MethodGet {
 		return func(bool, int) {}, nil
 	}
-	select {
-	case s.gate.slot <- struct{}{}:
-	case <-ctx.Done():
+	g := s.gate
+	if !g.take(ctx, tracker.PartyOf(ctx)) {
 		return nil, tracker.NotSent(fmt.Errorf("vikunja: waiting for the server's other writes: %w", context.Cause(ctx)))
 	}
-	g := s.gate
 	start := s.now()
 	var once sync.Once
 	free := func() { once.Do(g.leave) }
@@ -223,7 +231,97 @@ func (s *writeSlots) Enter(ctx context.Context, method string) (func(reached boo
 	}, nil
 }
 
-func (w *writeGate) leave() { <-w.slot }
+// waiter is a write waiting for a slot.
+type waiter struct{ granted chan struct{} }
+
+// take waits for a slot, in its party's turn among the parties waiting,
+// and answers false, holding none, when ctx ends first.
+func (w *writeGate) take(ctx context.Context, party string) bool {
+	w.mu.Lock()
+	if w.busy < w.n && len(w.turns) == 0 {
+		w.busy++
+		w.serveLocked(party)
+		w.mu.Unlock()
+		return true
+	}
+	wt := &waiter{granted: make(chan struct{})}
+	if len(w.waiting[party]) == 0 {
+		w.turns = append(w.turns, party)
+	}
+	w.waiting[party] = append(w.waiting[party], wt)
+	w.mu.Unlock()
+	select {
+	case <-wt.granted:
+		return true
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-wt.granted:
+		w.releaseLocked() // granted as its caller gave up: handed on
+		return false
+	default:
+	}
+	q := w.waiting[party]
+	if i := slices.Index(q, wt); i >= 0 {
+		q = slices.Delete(q, i, i+1)
+	}
+	if len(q) > 0 {
+		w.waiting[party] = q
+	} else {
+		delete(w.waiting, party)
+		w.turns = slices.DeleteFunc(w.turns, func(p string) bool { return p == party })
+	}
+	return false
+}
+
+// leave frees a slot.
+func (w *writeGate) leave() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.releaseLocked()
+}
+
+// releaseLocked frees a slot and gives the free slots to the writes whose
+// turn it is; w.mu is held.
+func (w *writeGate) releaseLocked() {
+	w.busy--
+	for len(w.turns) > 0 && w.busy < w.n {
+		next := 0
+		for i, p := range w.turns {
+			if w.served[p] < w.served[w.turns[next]] {
+				next = i
+			}
+		}
+		party := w.turns[next]
+		q := w.waiting[party]
+		wt := q[0]
+		if q = q[1:]; len(q) > 0 {
+			w.waiting[party] = q
+		} else {
+			delete(w.waiting, party)
+			w.turns = slices.Delete(w.turns, next, next+1)
+		}
+		w.busy++
+		w.serveLocked(party)
+		close(wt.granted)
+	}
+}
+
+// serveLocked notes that party was given a slot now; w.mu is held. The
+// notes of parties not waiting are forgotten past a thousand.
+func (w *writeGate) serveLocked(party string) {
+	w.turn++
+	w.served[party] = w.turn
+	if len(w.served) > 1000 {
+		for p := range w.served {
+			if _, ok := w.waiting[p]; !ok && p != party {
+				delete(w.served, p)
+			}
+		}
+	}
+}
 
 // holdLocked is how long a write sent at now holds its slot without an
 // answer: for ever (0) while the server needs its writes one at a time,

@@ -232,7 +232,8 @@ func TestAWriteThatGaveUpWaitingForTheSlotWasNeverSent(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { _, err := tr.Create(t.Context(), "k1", tracker.Draft{Title: "first"}); done <- err }()
 		synctest.Wait()
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		// It gives up before the first write's hold lets it go.
+		ctx, cancel := context.WithTimeout(t.Context(), vikunja.DefaultWriteHold/2)
 		defer cancel()
 		_, err := tr.Create(ctx, "k2", tracker.Draft{Title: "second"})
 		if !errors.Is(err, tracker.ErrNotSent) || !tracker.CertainlyNotTaken(err) || !errors.Is(err, tracker.ErrUnavailable) {
@@ -367,5 +368,33 @@ func TestAServerThatLocksHasItsWritesHeldUntilAnswered(t *testing.T) {
 		if n := e.Locked(); n != 1 {
 			t.Fatalf("%d writes locked, want the one that showed it", n)
 		}
+	})
+}
+
+// A server's write slot is shared fairly between tenants: a write of one
+// tenant waits for the write under way and then goes, not behind every
+// write another tenant's burst queued before it.
+func TestOneTenantsBurstDoesNotStallAnothersWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, tr := lockingServer(t, vikunja.WithWriteHold(-1)) // each write holds the server 3 s
+		burst := tracker.ForParty(t.Context(), "tenant-a")
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				if _, err := tr.Create(burst, fmt.Sprintf("a-%d", i), tracker.Draft{Title: "a's burst"}); err != nil {
+					t.Errorf("a's write %d: %v", i, err)
+				}
+			})
+		}
+		time.Sleep(time.Millisecond) // the burst is queued
+		start := time.Now()
+		if _, err := tr.Create(tracker.ForParty(t.Context(), "tenant-b"), "b-1", tracker.Draft{Title: "b's one"}); err != nil {
+			t.Fatal(err)
+		}
+		// The write under way (3 s), then b's turn: 6 s, not 33.
+		if took := time.Since(start); took > 6*time.Second {
+			t.Fatalf("b's write took %v behind a's burst, want its turn after the write under way", took)
+		}
+		wg.Wait()
 	})
 }

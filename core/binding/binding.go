@@ -163,10 +163,13 @@ func (cs *Connections) tracker(ctx context.Context, b Binding, fresh bool) (*tra
 
 // Do calls fn with ctx and the binding's tracker, connecting with ctx when
 // the binding has no tracker yet, so a budget's metered context counts the
-// connection's reads with the call's. When the tracker refuses the key, the
+// connection's reads with the call's. The context is marked as the binding's
+// tenant's (tracker.ForParty). When the tracker refuses the key, the
 // credentials are asked for again at once and fn is called once more
 // (ADR-0033).
 func (cs *Connections) Do(ctx context.Context, b Binding, fn func(ctx context.Context, tr *tracker.Tracker) error) error {
+	// Every call is its tenant's, for what a tracker shares fairly.
+	ctx = tracker.ForParty(ctx, b.Tenant)
 	err := cs.do(ctx, b, fn)
 	if cs.Budget != nil {
 		cs.Budget.Observe(b.BudgetKey(), err)

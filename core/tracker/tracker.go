@@ -426,6 +426,22 @@ func Free(ctx context.Context) {
 	}
 }
 
+// partyKey finds in a context the party a request is made for.
+type partyKey struct{}
+
+// ForParty answers ctx marked as made for party (a tenant, as the
+// connections mark every call of a binding's), so that what a tracker
+// shares between parties (a server's write slot) is shared fairly.
+func ForParty(ctx context.Context, party string) context.Context {
+	return context.WithValue(ctx, partyKey{}, party)
+}
+
+// PartyOf answers the party ctx was marked for, "" when none.
+func PartyOf(ctx context.Context) string {
+	p, _ := ctx.Value(partyKey{}).(string)
+	return p
+}
+
 // admitKey finds in a context what Admit and Report call.
 type admitKey struct{}
 
