@@ -47,7 +47,7 @@ func atOnce(t *testing.T) {
 		t.Fatalf("a request past the hundred went at once (%v)", err)
 	default:
 	}
-	leaves[0](true, true)
+	leaves[0](true, http.StatusOK)
 	if err := <-entered; err != nil {
 		t.Fatalf("a request waiting for a place: %v, want it sent once one was left", err)
 	}

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,7 +160,10 @@ type driver struct {
 	lmu    sync.Mutex       // serialises label resolution, so a title is created once
 }
 
-var _ tracker.Driver = (*driver)(nil)
+var (
+	_ tracker.Driver     = (*driver)(nil)
+	_ tracker.KeysFinder = (*driver)(nil)
+)
 
 // New makes the portable Tracker over a Vikunja driver. It makes no
 // request.
@@ -424,6 +428,40 @@ func (t *driver) Find(ctx context.Context, key string) (tracker.Item, error) {
 			return tracker.Item{}, fmt.Errorf("vikunja: no task is marked with key %s: %w", tracker.Quote(key), tracker.ErrNotFound)
 		}
 	}
+}
+
+// findKeysPages bounds the pages FindKeys reads before it says it stopped
+// short.
+const findKeysPages = 4
+
+// FindKeys implements tracker.KeysFinder: one search of the workspace's
+// markers, newest task first, down to the tasks made before since, each
+// key's oldest task answering (as Find's). The search matches every marker
+// of the workspace (its tenant and workspace end the marker's prefix),
+// and each is checked exactly; past findKeysPages pages it stops short,
+// complete false.
+func (t *driver) FindKeys(ctx context.Context, keys []string, since time.Time) (map[string]tracker.Item, bool, error) {
+	q := url.Values{"s": {Marker(t.source, "")}, "sort_by": {"id"}, "order_by": {"desc"}}
+	found := map[string]tracker.Item{}
+	for page := 1; page <= findKeysPages; page++ {
+		q.Set("page", strconv.Itoa(page))
+		ws, a, err := t.listTasks(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, w := range ws {
+			if !w.Created.IsZero() && w.Created.Before(since) {
+				return found, true, nil
+			}
+			if k, ok := KeyOf(w.Description, t.source); ok && slices.Contains(keys, k) {
+				found[k] = t.item(w) // newest first: an older one of the key answers last
+			}
+		}
+		if lastPage(a, page, len(ws)) {
+			return found, true, nil
+		}
+	}
+	return found, false, nil
 }
 
 // Create implements tracker.Driver: labels are resolved first (a label

@@ -18,6 +18,7 @@ type wireTask struct {
 	Index       int64       `json:"index"`
 	Labels      []wireLabel `json:"labels"`
 	Updated     time.Time   `json:"updated"`
+	Created     time.Time   `json:"created"`
 	// Comments and CommentCount are answered when a list asks to expand
 	// them: the first comments (MaxPerPage at most) and how many there are.
 	Comments     []wireComment `json:"comments"`

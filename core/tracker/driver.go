@@ -128,6 +128,19 @@ type ProjectCommenter interface {
 	ProjectComments(ctx context.Context, since time.Time, reads int) (comments []Comment, complete bool, err error)
 }
 
+// KeysFinder is implemented by a driver that finds the items of several
+// keys in one read (Vikunja: one search of the workspace's markers, newest
+// first): relayr looks up the filings in doubt on one project together.
+type KeysFinder interface {
+	// FindKeys answers, of keys, the items filed under them since since
+	// (the oldest of their claims, less a margin), each the oldest filed
+	// under its key, archived ones included where Find finds them. With
+	// complete true, a key not answered has no item filed since since;
+	// false, the read stopped short (it would take more than a few
+	// requests), and a key not answered is to be looked up on its own.
+	FindKeys(ctx context.Context, keys []string, since time.Time) (found map[string]Item, complete bool, err error)
+}
+
 // DescriptionComparer is implemented by a driver whose tracker rewrites
 // descriptions in ways relayr cannot predict byte for byte (Plane
 // sanitizes description_html: lxml rewrites the markup, nh3 drops what its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -23,6 +24,7 @@ type Tracker struct {
 	caps Capabilities
 	same DescriptionComparer // nil: descriptions are held as set
 	all  ProjectCommenter    // nil: comments are read item by item
+	keys KeysFinder          // nil: each key is found on its own
 }
 
 // New answers the portable tracker over d.
@@ -32,6 +34,7 @@ func New(d Driver) *Tracker {
 		t.caps.Name = "tracker"
 	}
 	t.same, _ = d.(DescriptionComparer)
+	t.keys, _ = d.(KeysFinder)
 	if t.caps.ProjectComments {
 		t.all, _ = d.(ProjectCommenter)
 	}
@@ -76,6 +79,38 @@ func (t *Tracker) Find(ctx context.Context, key string) (Item, error) {
 	}
 	it, err := t.d.Find(ctx, key)
 	return t.item(ctx, it, err)
+}
+
+// FindsKeys reports whether the tracker finds several keys' items in one
+// read (FindKeys).
+func (t *Tracker) FindsKeys() bool { return t.keys != nil }
+
+// FindKeys answers the items filed under keys since since, in one read
+// where the tracker allows it (KeysFinder): with complete true, a key not
+// answered has none; false, the keys not answered are to be found one by
+// one (Find), as they are on a tracker that finds only one at a time.
+func (t *Tracker) FindKeys(ctx context.Context, keys []string, since time.Time) (found map[string]Item, complete bool, err error) {
+	for _, k := range keys {
+		if err := t.key(k); err != nil {
+			return nil, false, err
+		}
+	}
+	if t.keys == nil || len(keys) == 0 {
+		return map[string]Item{}, false, nil
+	}
+	if err := t.live(ctx); err != nil {
+		return nil, false, err
+	}
+	found, complete, err = t.keys.FindKeys(ctx, keys, since)
+	if err != nil {
+		return nil, false, t.fail(ctx, err)
+	}
+	for k, it := range found {
+		if it.Ref.ID == "" || !slices.Contains(keys, k) {
+			return nil, false, t.garbled("an item without an id, or of a key not asked for")
+		}
+	}
+	return found, complete, nil
 }
 
 // Create files a new item under key. A tracker that enforces keys

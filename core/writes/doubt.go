@@ -3,6 +3,8 @@ package writes
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/relayr-go/relayr/core/clock"
@@ -66,7 +68,7 @@ func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claime
 			return false
 		}
 		w.m.Add(metrics.DoubtLookups, 1, labels)
-		_, err := s.lookUp(ctx, k, nonce, d)
+		_, err := s.lookUp(ctx, k, nonce, claimedAt, d)
 		var again *doubt
 		if !errors.As(err, &again) {
 			return err == nil
@@ -83,10 +85,10 @@ func (s session) resolve(ctx context.Context, k ledger.Key, nonce string, claime
 
 // lookUp is one look-up of a filing in doubt: the item found is recorded;
 // none frees the claim (errAgain); a failure is a *doubt.
-func (s session) lookUp(ctx context.Context, k ledger.Key, nonce string, d tracker.Draft) (Result, error) {
+func (s session) lookUp(ctx context.Context, k ledger.Key, nonce string, claimedAt time.Time, d tracker.Draft) (Result, error) {
 	lctx, cancel := s.w.clock.WithTimeout(ctx, s.w.opts.WriteBound)
 	defer cancel()
-	found, err := s.find(lctx, k.Key)
+	found, err := s.findInDoubt(lctx, k.Key, claimedAt)
 	switch {
 	case err == nil:
 		return s.adopt(ctx, lctx, k, nonce, found, d)
@@ -123,4 +125,95 @@ func withRetry(err error, d time.Duration) error {
 	out := *we
 	out.RetryAfter = max(out.RetryAfter, d.Round(time.Second), time.Second)
 	return &out
+}
+
+// Look-ups of filings in doubt that fall due together on one binding are
+// one read where the tracker finds several keys at once
+// (tracker.KeysFinder): a proxy that answered a burst's creates late left
+// fifteen filings in doubt, each looked up alone.
+
+// gatherLookups is how long the first look-up of a batch waits for the
+// others that fall due with it.
+const gatherLookups = 50 * time.Millisecond
+
+// lookupMargin is how long before its claim a filing in doubt's item may
+// seem to have been made, on the tracker's clock.
+const lookupMargin = 5 * time.Minute
+
+// keyBatch is the look-ups of one binding's filings in doubt read
+// together.
+type keyBatch struct {
+	keys     []string
+	since    time.Time
+	done     chan struct{}
+	found    map[string]tracker.Item
+	complete bool
+	err      error
+}
+
+// findInDoubt looks up the item a filing in doubt may have made, claimed
+// at claimedAt: with the other look-ups of the binding that fall due
+// together, in one read, where the tracker allows it; alone otherwise, or
+// for a key that read could not settle.
+func (s session) findInDoubt(ctx context.Context, key string, claimedAt time.Time) (tracker.Item, error) {
+	tr, err := s.w.conns.Tracker(s.metered(ctx), s.b)
+	if err != nil || !tr.FindsKeys() {
+		return s.find(ctx, key)
+	}
+	b, leads := s.w.joinLookup(s.b.Name(), key, claimedAt.Add(-lookupMargin))
+	if leads {
+		// The others that fall due now join; then the batch is read.
+		_ = clock.Sleep(ctx, s.w.clock, gatherLookups)
+		keys, since := s.w.takeLookup(s.b.Name(), b)
+		b.err = s.call(ctx, func(ctx context.Context, t *tracker.Tracker) error {
+			var err error
+			b.found, b.complete, err = t.FindKeys(ctx, keys, since)
+			return err
+		})
+		close(b.done)
+	} else {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return tracker.Item{}, fmt.Errorf("%w: waiting for the look-up of the filings in doubt: %w", tracker.ErrUnavailable, ctx.Err())
+		}
+	}
+	if b.err == nil {
+		if it, ok := b.found[key]; ok {
+			return it, nil
+		}
+		if b.complete {
+			return tracker.Item{}, fmt.Errorf("%w: no item under key %s", tracker.ErrNotFound, tracker.Quote(key))
+		}
+	}
+	return s.find(ctx, key) // the read failed, or stopped short of this key
+}
+
+// joinLookup adds key to the binding's batch of look-ups gathering now,
+// making one when there is none (leads is then true).
+func (w *Writer) joinLookup(binding, key string, since time.Time) (*keyBatch, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.lookups[binding]
+	if !ok {
+		b = &keyBatch{since: since, done: make(chan struct{})}
+		w.lookups[binding] = b
+	}
+	if !slices.Contains(b.keys, key) {
+		b.keys = append(b.keys, key)
+	}
+	if since.Before(b.since) {
+		b.since = since
+	}
+	return b, !ok
+}
+
+// takeLookup closes the binding's batch b to joiners and answers its keys.
+func (w *Writer) takeLookup(binding string, b *keyBatch) ([]string, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lookups[binding] == b {
+		delete(w.lookups, binding)
+	}
+	return slices.Clone(b.keys), b.since
 }

@@ -129,6 +129,9 @@ type Writer struct {
 	landedKeys []ledger.Key
 	// heads is how far this Writer read each workspace's log.
 	heads map[string]int64
+	// lookups are the batches of look-ups of filings in doubt gathering
+	// now, by binding (doubt.go).
+	lookups map[string]*keyBatch
 }
 
 // New returns a Writer.
@@ -136,6 +139,7 @@ func New(c Config) *Writer {
 	w := &Writer{
 		log: c.Log, ledger: c.Ledger, conns: c.Connections, integ: c.Integrations, clock: c.Clock, budget: c.Budget, m: c.Metrics,
 		opts: c.Options.withDefaults(), flights: map[ledger.Key]*flight{}, landed: map[ledger.Key]*landing{}, heads: map[string]int64{},
+		lookups: map[string]*keyBatch{},
 	}
 	if w.integ == nil {
 		w.integ = integrations.Always

@@ -85,6 +85,7 @@ var Cases = []Case{
 	{"ADeletedItemIsNotFoundAndNudgedWhereTheTrackerSaysSo", deletion},
 	{"ProjectCommentsAnswerWhatEachItemsCommentsAnswer", projectComments},
 	{"ProjectCommentsThatTakeMoreReadsThanAllowedAreNotAnswered", projectCommentsPaged},
+	{"FindKeysAnswersWhatFindAnswersForEachKey", findKeys},
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -388,6 +389,46 @@ func projectComments(t *testing.T, h Harness, key func(string) string) {
 		if !it.CreatedAt.IsZero() && own[0].CreatedAt.Before(it.CreatedAt) {
 			t.Fatalf("item %s made at %s, its comment at %s", it.Ref.ID, it.CreatedAt, own[0].CreatedAt)
 		}
+	}
+}
+
+// findKeys: a driver that finds several keys in one read
+// (tracker.KeysFinder) answers, for each key filed since the time asked,
+// the item Find answers, and none for a key never filed: complete, or
+// stopped short with what it found right. A driver that finds one key at a
+// time answers the portable tracker's FindKeys "look each up" at no cost.
+func findKeys(t *testing.T, h Harness, key func(string) string) {
+	ctx := ctxOf(t)
+	tr := tracker.New(h.Driver)
+	if _, ok := h.Driver.(tracker.KeysFinder); !ok {
+		found, complete, err := tr.FindKeys(ctx, []string{key("a")}, time.Now())
+		if len(found) != 0 || complete || err != nil {
+			t.Fatalf("FindKeys of a driver that finds one key at a time: %v, complete %v, %v; want each looked up", found, complete, err)
+		}
+		return
+	}
+	a := create(t, h, key("a"), tracker.Draft{Title: "Found with others"})
+	b := create(t, h, key("b"), tracker.Draft{Title: "Found with others too"})
+	since := a.UpdatedAt.Add(-time.Minute)
+	if !a.CreatedAt.IsZero() {
+		since = a.CreatedAt.Add(-time.Minute)
+	}
+	keys := []string{key("a"), key("b"), key("never-filed")}
+	found, complete, err := tr.FindKeys(ctx, keys, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []tracker.Item{a, b} {
+		got, ok := found[it.Ref.Key]
+		if !ok && complete {
+			t.Fatalf("%s was filed since %v and not found, the read complete", it.Ref.Key, since)
+		}
+		if ok && (got.Ref.ID != it.Ref.ID || got.Title != it.Title) {
+			t.Fatalf("%s: found %+v, want %+v", it.Ref.Key, got.Ref, it.Ref)
+		}
+	}
+	if _, ok := found[key("never-filed")]; ok {
+		t.Fatal("a key never filed was found")
 	}
 }
 
