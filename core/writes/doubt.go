@@ -133,8 +133,13 @@ func withRetry(err error, d time.Duration) error {
 // fifteen filings in doubt, each looked up alone.
 
 // gatherLookups is how long the first look-up of a batch waits for the
-// others that fall due with it.
-const gatherLookups = 50 * time.Millisecond
+// next to join before the batch is read, and gatherAtMost how long in all:
+// filings in doubt after a burst fall due a write's hold or so apart (a
+// tenth of a second at the least, on Vikunja).
+const (
+	gatherLookups = 250 * time.Millisecond
+	gatherAtMost  = time.Second
+)
 
 // lookupMargin is how long before its claim a filing in doubt's item may
 // seem to have been made, on the tracker's clock.
@@ -162,8 +167,14 @@ func (s session) findInDoubt(ctx context.Context, key string, claimedAt time.Tim
 	}
 	b, leads := s.w.joinLookup(s.b.Name(), key, claimedAt.Add(-lookupMargin))
 	if leads {
-		// The others that fall due now join; then the batch is read.
-		_ = clock.Sleep(ctx, s.w.clock, gatherLookups)
+		// The others that fall due now join, while they come; then the
+		// batch is read.
+		for waited := time.Duration(0); waited < gatherAtMost; waited += gatherLookups {
+			n := s.w.batchSize(b)
+			if clock.Sleep(ctx, s.w.clock, gatherLookups) != nil || s.w.batchSize(b) == n {
+				break
+			}
+		}
 		keys, since := s.w.takeLookup(s.b.Name(), b)
 		b.err = s.call(ctx, func(ctx context.Context, t *tracker.Tracker) error {
 			var err error
@@ -206,6 +217,13 @@ func (w *Writer) joinLookup(binding, key string, since time.Time) (*keyBatch, bo
 		b.since = since
 	}
 	return b, !ok
+}
+
+// batchSize is how many keys have joined b.
+func (w *Writer) batchSize(b *keyBatch) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(b.keys)
 }
 
 // takeLookup closes the binding's batch b to joiners and answers its keys.
