@@ -88,13 +88,48 @@ func (s session) comment(ctx context.Context, k ledger.Key, item ledger.Claim, p
 		}
 		outcome = ledger.Recorded
 	}
-	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
-	defer cancel()
 	switch outcome {
 	case ledger.Recorded:
 		return CommentResult{Comment: tracker.Comment{ID: row.Ref.ID, ItemID: row.Ref.Key, Body: p.Body, Key: p.Key}, How: Existing}, nil
 	case ledger.Deleted:
 		return CommentResult{}, wrap(CodeDeleted, fmt.Errorf("the comment filed under %s was deleted", tracker.Quote(p.Key)))
+	}
+	// The comment is posted on a context of its own, which its caller's end
+	// does not cancel: a caller that gives up before the tracker's turn
+	// finds it posted and recorded when it comes back (its key makes the
+	// retry safe). The caller is answered by its deadline.
+	answer := make(chan commented, 1)
+	go func() {
+		res, err := s.post(context.WithoutCancel(ctx), k, item, p, row, outcome)
+		answer <- commented{res, err}
+	}()
+	wait, cancel := w.clock.WithTimeout(ctx, w.answerBy(ctx, deadline).Sub(w.clock.Now()))
+	defer cancel()
+	select {
+	case a := <-answer:
+		return a.res, a.err
+	case <-wait.Done():
+		if ctx.Err() != nil {
+			return CommentResult{}, wrap(CodeUnavailable, fmt.Errorf("the caller gave up; the comment %s goes on: %w", tracker.Quote(p.Key), ctx.Err()))
+		}
+		return CommentResult{}, &Error{Code: CodeUnavailable, RetryAfter: time.Second,
+			Err: fmt.Errorf("comment %s is still being posted; it goes on", tracker.Quote(p.Key))}
+	}
+}
+
+// commented is a comment's answer.
+type commented struct {
+	res CommentResult
+	err error
+}
+
+// post posts the comment under the claim this attempt holds (Fresh or
+// Retaken) and records it, all within the write bound.
+func (s session) post(ctx context.Context, k ledger.Key, item ledger.Claim, p CommentParams, row ledger.Claim, outcome ledger.Outcome) (CommentResult, error) {
+	w := s.w
+	wctx, cancel := w.clock.WithTimeout(ctx, w.opts.WriteBound)
+	defer cancel()
+	switch outcome {
 	case ledger.Retaken:
 		// An earlier attempt may have posted it: look for the key among
 		// the item's comments before posting.

@@ -72,3 +72,40 @@ func TestAKeyTheReadOfSeveralMissesIsLookedUpAlone(t *testing.T) {
 		}
 	})
 }
+
+// slowComments is the fake with each comment taking 3 s to post.
+type slowComments struct{ *faketracker.Tracker }
+
+func (s slowComments) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	time.Sleep(3 * time.Second)
+	return s.Tracker.Comment(ctx, id, key, body)
+}
+
+// A comment whose caller gives up before the tracker took it is still
+// posted, once, and recorded: the caller's retry finds it, and posts
+// nothing again.
+func TestACommentWhoseCallerGaveUpIsStillPostedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := faketracker.New(faketracker.LikePlane)
+		wd := coretest.NewWorld(coretest.WorldOptions{Driver: slowComments{fake}})
+		ctx := t.Context()
+		if _, err := wd.Writer.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+		p := writes.CommentParams{Tenant: "acme", Workspace: "ops", ItemKey: "k", Key: "k/note-1", Body: "flaky again"}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := wd.Writer.Comment(short, p)
+		cancel()
+		if writes.CodeOf(err) != writes.CodeUnavailable {
+			t.Fatalf("the caller that gave up was answered %v, want tracker_unavailable", err)
+		}
+		time.Sleep(5 * time.Second)
+		r, err := wd.Writer.Comment(ctx, p)
+		if err != nil || r.How != writes.Existing {
+			t.Fatalf("the retry: %+v, %v; want the comment posted while it was away", r, err)
+		}
+		if n := fake.Calls(faketracker.MethodComment); n != 1 {
+			t.Fatalf("%d comments posted, want one", n)
+		}
+	})
+}
