@@ -355,8 +355,6 @@ func controlRune(v string, lines bool) (rune, bool) {
 	return 0, false
 }
 
-// validateLabels checks each label is a name a tracker can keep, before a
-// claim is taken for a write the tracker would refuse.
 // MaxLabels is the most labels a draft or a patch names. Each label is a
 // request on some trackers (Vikunja adds them one by one): a filing of
 // 20,000 labels held a server's only write slot past the write bound and
@@ -364,6 +362,9 @@ func controlRune(v string, lines bool) (rune, bool) {
 // rule's.
 const MaxLabels = 50
 
+// validateLabels checks each label is a name a tracker can keep, once, and
+// at most MaxLabels of them, before a claim is taken for a write the
+// tracker would refuse.
 func validateLabels(labels []string) error {
 	if len(labels) > MaxLabels {
 		return &InvalidError{Field: "labels", Reason: fmt.Sprintf("names %d labels, over %d", len(labels), MaxLabels)}
