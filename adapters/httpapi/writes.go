@@ -108,13 +108,13 @@ func correlation(r *http.Request, body string) string {
 	return r.Header.Get(CorrelationHeader)
 }
 
-// preferWait answers the request's context, bounded by the wait its client
-// said it takes (RFC 7240's Prefer: wait=N, in seconds) when it said one:
-// relayr answers such a caller before it gives up, with its item or a
-// retryable error saying when to come back (writes.AnswerMargin before the
-// wait ends), and says so in Preference-Applied. A Prefer header relayr
-// cannot read is ignored, as RFC 7240 has preferences be.
-func preferWait(w http.ResponseWriter, r *http.Request) (context.Context, context.CancelFunc) {
+// preferredWait answers the wait the request's client said it takes
+// (RFC 7240's Prefer: wait=N, in seconds), when it said one: relayr answers
+// such a caller before it gives up, with its item or a retryable error
+// saying when to come back (writes.AnswerMargin before the wait ends), and
+// says so in Preference-Applied. A Prefer header relayr cannot read is
+// ignored, as RFC 7240 has preferences be.
+func preferredWait(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
 	for _, h := range r.Header.Values("Prefer") {
 		for pref := range strings.SplitSeq(h, ",") {
 			name, value, ok := strings.Cut(strings.TrimSpace(pref), "=")
@@ -126,10 +126,10 @@ func preferWait(w http.ResponseWriter, r *http.Request) (context.Context, contex
 				continue
 			}
 			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(n))
-			return context.WithTimeout(r.Context(), time.Duration(n)*time.Second)
+			return time.Duration(n) * time.Second, true
 		}
 	}
-	return context.WithCancel(r.Context())
+	return 0, false
 }
 
 // maxPreferWait is the longest Prefer: wait relayr reads (a day); a longer
@@ -146,8 +146,12 @@ func (a *API) ensure(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ctx, cancel := preferWait(w, r)
-	defer cancel()
+	ctx := r.Context()
+	if wait, ok := preferredWait(w, r); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	res, err := a.c.Writes.EnsureItem(ctx, writes.EnsureParams{
 		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Draft:       tracker.Draft{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
@@ -174,8 +178,12 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ctx, cancel := preferWait(w, r)
-	defer cancel()
+	ctx := r.Context()
+	if wait, ok := preferredWait(w, r); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	it, err := a.c.Writes.Update(ctx, writes.UpdateParams{
 		Tenant: tenant, Workspace: workspace, Key: req.Key,
 		Patch:       tracker.Patch{Title: req.Title, Description: req.Description, State: req.State, Labels: req.Labels},
@@ -198,8 +206,12 @@ func (a *API) comment(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ctx, cancel := preferWait(w, r)
-	defer cancel()
+	ctx := r.Context()
+	if wait, ok := preferredWait(w, r); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
 	res, err := a.c.Writes.Comment(ctx, writes.CommentParams{
 		Tenant: tenant, Workspace: workspace, ItemKey: req.ItemKey, Key: req.Key,
 		Body: req.Body, Correlation: correlation(r, req.Correlation),
