@@ -345,7 +345,7 @@ func TestLiveStalledTracker(t *testing.T) {
 	for _, mode := range stallFaults {
 		t.Run(mode, func(t *testing.T) {
 			px := newFaultProxy(t, originOf(lv.base), mode)
-			s := startService(t, proxied{lv, px}, serviceOptions{serve: true, timings: config.Timings{Budget: unlimited}})
+			s := startService(t, proxied{lv, px}, serviceOptions{serve: true, timings: quietTimings})
 			px.requests.Store(0)
 			out := stallRun(t, func(ctx context.Context, key string) (time.Duration, error) { return s.ensureAnswer(ctx, key) })
 			time.Sleep(5 * time.Second)
