@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +193,24 @@ func (p livePerson) Comment(ctx context.Context, id, body string) error {
 }
 func (p livePerson) Delete(ctx context.Context, id string) error {
 	return p.call(ctx, http.MethodDelete, id+"/", nil)
+}
+
+// A burst of filings that each meet a state the catalog has not read (the
+// catalog cold, every create answering a state id) reads the project's
+// states once, not once a filing.
+func TestABurstThatMissesTheStatesReadsThemOnce(t *testing.T) {
+	em := newEmulated(t, planeemu.Options{}, plane.Config{})
+	before := em.emu.Count("GET", "states")
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			if _, err := em.tr.Create(t.Context(), fmt.Sprintf("burst-%d", i), tracker.Draft{Title: "burst"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := em.emu.Count("GET", "states") - before; n > 1 {
+		t.Fatalf("the states read %d times for a burst of 20 filings, want once at the most", n)
+	}
 }

@@ -557,6 +557,11 @@ type catalog struct {
 	loaded bool
 	labels map[string]string // name → id
 	names  map[string]string // id → name
+	// statesRead is how many times the states were read; loading lets one
+	// read go at a time, so the callers that miss together (a burst of
+	// filings, each answered a state id) read them once.
+	statesRead int
+	loading    sync.Mutex
 }
 
 type wireState struct {
@@ -592,6 +597,17 @@ func (t *Driver) list(ctx context.Context, path string) ([]json.RawMessage, erro
 }
 
 func (t *Driver) loadStates(ctx context.Context) error {
+	t.cat.mu.Lock()
+	before := t.cat.statesRead
+	t.cat.mu.Unlock()
+	t.cat.loading.Lock()
+	defer t.cat.loading.Unlock()
+	t.cat.mu.Lock()
+	readSince := t.cat.statesRead != before
+	t.cat.mu.Unlock()
+	if readSince {
+		return nil // read by a caller that missed with this one
+	}
 	raw, err := t.list(ctx, t.projectPath("states/"))
 	if err != nil {
 		return err
@@ -606,6 +622,7 @@ func (t *Driver) loadStates(ctx context.Context) error {
 	}
 	t.cat.mu.Lock()
 	t.cat.states, t.cat.loaded = states, true
+	t.cat.statesRead++
 	t.cat.mu.Unlock()
 	return nil
 }
