@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/relayr-go/relayr/adapters/gitea"
@@ -108,42 +107,26 @@ func (p schedulePerson) Create(_ context.Context, title string) (string, error) 
 	return fmt.Sprint(n), err
 }
 
-// scheduleHooks answers the deliveries the emulation sent about an issue.
-// Gitea renders a delivery only when an event fires, to a hook that
-// exists then: a hook signed with a secret is registered the first time
-// the secret is asked for, and the latest delivery about the issue since
-// is answered (none before: ok false).
-type scheduleHooks struct {
-	e       *giteaemu.Emulator
-	mu      sync.Mutex
-	secrets map[string]bool
-}
-
-func (h *scheduleHooks) nudge(id string, deleted bool, secret string) (http.Header, []byte, bool) {
-	h.mu.Lock()
-	if !h.secrets[secret] {
-		if _, err := h.e.AddHook("relayr", "live", "http://hooks.invalid/relayr", secret, "issues"); err != nil {
-			h.mu.Unlock()
-			return nil, nil, false
-		}
-		h.secrets[secret] = true
+// scheduleHooks answers the deliveries Gitea's emulation rendered about
+// an issue (scheduletest.Rendered).
+func scheduleHooks(e *giteaemu.Emulator) *scheduletest.Rendered {
+	return &scheduletest.Rendered{
+		Add: func(secret string) error {
+			_, err := e.AddHook("relayr", "live", "http://hooks.invalid/relayr", secret, "issues")
+			return err
+		},
+		Deliveries: func() []scheduletest.Delivery {
+			var ds []scheduletest.Delivery
+			for _, d := range e.Deliveries() {
+				ds = append(ds, scheduletest.Delivery{
+					Header: d.Header, Body: d.Body, Signature: d.Header.Get(gitea.SignatureHeader),
+					Item: scheduletest.IssueNumber(d.Body), Deleted: d.Event == "issues" && d.Action == "deleted",
+				})
+			}
+			return ds
+		},
+		Sign: giteaemu.Sign,
 	}
-	h.mu.Unlock()
-	ds := h.e.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		d := ds[i]
-		var p struct {
-			Issue struct {
-				Number int64 `json:"number"`
-			} `json:"issue"`
-		}
-		if d.Header.Get(gitea.SignatureHeader) != giteaemu.Sign(secret, d.Body) || deleted != (d.Event == "issues" && d.Action == "deleted") ||
-			json.Unmarshal(d.Body, &p) != nil || p.Issue.Number != number(id) {
-			continue
-		}
-		return d.Header, d.Body, true
-	}
-	return nil, nil, false
 }
 
 // Every change a person makes is published once, on Gitea's emulation:
@@ -179,14 +162,13 @@ func TestEveryChangeAPersonMakesIsPublishedOnce(t *testing.T) {
 			}
 			return d
 		}
-		hooks := &scheduleHooks{e: e, secrets: map[string]bool{}}
 		return scheduletest.Tracker{
 			Connect: connect,
 			Person:  schedulePerson{e: e, p: e.Person("alice", "relayr", "live"), token: token, labels: labels},
 			Fields:  []string{tracker.FieldTitle, tracker.FieldDescription, tracker.FieldState, tracker.FieldLabels},
 			Labels:  []string{"ci", "flaky"},
 			Deletes: true,
-			Nudge:   hooks.nudge,
+			Nudge:   scheduleHooks(e).Nudge,
 		}
 	}, scheduletest.Options{Schedules: 300})
 }

@@ -2,12 +2,9 @@ package github_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/relayr-go/relayr/adapters/github"
@@ -111,42 +108,26 @@ func (p schedulePerson) Create(_ context.Context, title string) (string, error) 
 	return fmt.Sprint(n), err
 }
 
-// scheduleHooks answers the deliveries the emulation sent about an issue.
-// GitHub renders a delivery only when an event fires, to a hook that
-// exists then: a hook signed with a secret is registered the first time
-// the secret is asked for, and the latest delivery about the issue since
-// is answered (none before: ok false).
-type scheduleHooks struct {
-	e       *githubemu.Emulator
-	mu      sync.Mutex
-	secrets map[string]bool
-}
-
-func (h *scheduleHooks) nudge(id string, deleted bool, secret string) (http.Header, []byte, bool) {
-	h.mu.Lock()
-	if !h.secrets[secret] {
-		if _, err := h.e.AddHook("relayr", "live", "http://hooks.invalid/relayr", secret); err != nil {
-			h.mu.Unlock()
-			return nil, nil, false
-		}
-		h.secrets[secret] = true
+// scheduleHooks answers the deliveries GitHub's emulation rendered about
+// an issue (scheduletest.Rendered).
+func scheduleHooks(e *githubemu.Emulator) *scheduletest.Rendered {
+	return &scheduletest.Rendered{
+		Add: func(secret string) error {
+			_, err := e.AddHook("relayr", "live", "http://hooks.invalid/relayr", secret)
+			return err
+		},
+		Deliveries: func() []scheduletest.Delivery {
+			var ds []scheduletest.Delivery
+			for _, d := range e.Deliveries() {
+				ds = append(ds, scheduletest.Delivery{
+					Header: d.Header, Body: d.Body, Signature: d.Header.Get(github.SignatureHeader),
+					Item: scheduletest.IssueNumber(d.Body), Deleted: d.Event == "issues" && d.Action == "deleted",
+				})
+			}
+			return ds
+		},
+		Sign: githubemu.Sign,
 	}
-	h.mu.Unlock()
-	ds := h.e.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		d := ds[i]
-		var p struct {
-			Issue struct {
-				Number int64 `json:"number"`
-			} `json:"issue"`
-		}
-		if d.Header.Get(github.SignatureHeader) != githubemu.Sign(secret, d.Body) || deleted != (d.Event == "issues" && d.Action == "deleted") ||
-			json.Unmarshal(d.Body, &p) != nil || p.Issue.Number != number(id) {
-			continue
-		}
-		return d.Header, d.Body, true
-	}
-	return nil, nil, false
 }
 
 // Every change a person makes is published once, on GitHub's emulation:
@@ -174,7 +155,6 @@ func TestEveryChangeAPersonMakesIsPublishedOnce(t *testing.T) {
 			}
 			return d
 		}
-		hooks := &scheduleHooks{e: e, secrets: map[string]bool{}}
 		return scheduletest.Tracker{
 			Connect: connect,
 			Person:  schedulePerson{e: e, p: e.Person("alice")},
@@ -183,7 +163,7 @@ func TestEveryChangeAPersonMakesIsPublishedOnce(t *testing.T) {
 			// person alike.
 			Labels:  []string{"ci", "flaky"},
 			Deletes: true,
-			Nudge:   hooks.nudge,
+			Nudge:   scheduleHooks(e).Nudge,
 		}
 	}, scheduletest.Options{Schedules: 300})
 }
