@@ -67,8 +67,8 @@ func TestRequestCounts(t *testing.T) {
 		if err != nil || got.Ref.ID != made.Ref.ID {
 			t.Fatalf("Find: %+v %v", got, err)
 		}
-		if n := em.e.TotalRequests(); n != 1 {
-			t.Fatalf("Find made %d requests: %v", n, em.e.RequestCounts())
+		if got := writeCounts(em.e.RequestCounts()); len(got) != 1 || got["GET /api/v1/projects/{id}/tasks"] != 1 {
+			t.Fatalf("Find made requests %v, want one search", got)
 		}
 	})
 	t.Run("ARetriedFilingOfARecordedKeyCostsOneRead", func(t *testing.T) {
@@ -107,6 +107,7 @@ func TestRequestCounts(t *testing.T) {
 }
 
 func sameCounts(got, want map[string]int) bool {
+	got = writeCounts(got)
 	for k, v := range got {
 		if v != want[k] {
 			return false
@@ -118,6 +119,14 @@ func sameCounts(got, want map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// writeCounts are the counts without the ask of whether the server takes
+// writes at once, which a server's first write sends beside it, once an
+// hour (TestTheServerSaysWhetherItTakesWritesAtOnce).
+func writeCounts(counts map[string]int) map[string]int {
+	delete(counts, "GET /api/v1/info")
+	return counts
 }
 
 func TestFindChecksTheMarkerExactly(t *testing.T) {

@@ -53,7 +53,7 @@ func (f *filing) counted(t *testing.T, key, how string) map[string]int {
 	if res.How != how {
 		t.Fatalf("filing %s answered %q, want %q", key, res.How, how)
 	}
-	return f.e.RequestCounts()
+	return writeCounts(f.e.RequestCounts())
 }
 
 // The request counts a whole filing on Vikunja is held to, through the

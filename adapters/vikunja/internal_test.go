@@ -130,6 +130,10 @@ func TestTransportFailuresAreUnavailable(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				started := make(chan struct{}, 1)
 				s := memnet.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/api/v1/info" {
+						_, _ = io.WriteString(w, `{"concurrent_writes":false}`)
+						return
+					}
 					// Read whole, the request's connection is watched: its
 					// context ends when the client leaves.
 					_, _ = io.Copy(io.Discard, r.Body)

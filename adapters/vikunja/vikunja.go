@@ -124,9 +124,11 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 
 // WithConcurrentWrites lets the process send the server up to n write
-// requests at once (DefaultConcurrentWrites, one, when n < 1): more only
-// for a Vikunja on PostgreSQL or MySQL, which don't lock as SQLite does.
-// Every Tracker of one server must say the same; New refuses another n.
+// requests at once: more than one only for a Vikunja on PostgreSQL or
+// MySQL, which don't lock as SQLite does. Unset (n < 1), the server says:
+// unserialized when its /api/v1/info answers concurrent_writes true, else
+// DefaultConcurrentWrites, one. Every Tracker of one server must say the
+// same; New refuses another n.
 func WithConcurrentWrites(n int) Option { return func(c *config) { c.writes = n } }
 
 // WithWriteHold sets how long a write without an answer holds its
@@ -197,9 +199,7 @@ func newDriver(p Params, opts ...Option) (*driver, error) {
 	if cfg.settle <= 0 {
 		cfg.settle = DefaultWriteSettle
 	}
-	if cfg.writes < 1 {
-		cfg.writes = DefaultConcurrentWrites
-	}
+	cfg.writes = max(cfg.writes, 0) // 0: the server says
 	if cfg.gates == nil {
 		cfg.gates = processGates
 	}
@@ -220,6 +220,7 @@ func newDriver(p Params, opts ...Option) (*driver, error) {
 	if slots.gate, err = cfg.gates.gate(p.BaseURL, cfg.writes, cfg.hold); err != nil {
 		return nil, err
 	}
+	slots.ask = func(ctx context.Context) (bool, error) { return concurrentWrites(ctx, c) }
 	t := &driver{base: base, project: p.Project, source: p.Source, http: c,
 		labels: map[string]int64{}, keys: map[int64]string{}}
 	t.caps = t.Capabilities()

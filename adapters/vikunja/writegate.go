@@ -2,7 +2,10 @@ package vikunja
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,14 +14,26 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
 // DefaultConcurrentWrites is how many write requests the adapters of one
-// process send one Vikunja server at once: one. Vikunja's default database
-// is SQLite, on which two writes that meet fail, the second answering 500
-// ("database is locked"), and a person's edit that meets relayr's write
-// fails the same way (vikunja.md §11). Reads are not held back: SQLite
-// serves them beside a write.
+// process send at once to a Vikunja server that does not say it takes
+// writes at once: one. Vikunja's default database is SQLite, on which two
+// writes that meet fail, the second answering 500 ("database is locked"),
+// and a person's edit that meets relayr's write fails the same way
+// (vikunja.md §11). Reads are not held back: SQLite serves them beside a
+// write.
+//
+// Unless WithConcurrentWrites says how many, the server is asked: Vikunja
+// answers GET /api/v1/info with concurrent_writes, false on SQLite
+// (v2.5.0, pkg/routes/api/shared/info.go: "clients should serialize
+// batched writes when this is false"). A server that says true (PostgreSQL,
+// MySQL) takes its writes unserialized; one that says false, says nothing
+// (before v2.5.0) or cannot be asked, one at a time. A server that said
+// true and answers 500 to a write sent beside another is taken at its
+// word's opposite: it locks, and takes its writes one at a time, each held
+// until answered, for strictFor.
 const DefaultConcurrentWrites = 1
 
 // How long a write without an answer holds its server's slot
@@ -43,7 +58,16 @@ const (
 	// recentWrites is how many answered writes' times the hold is learned
 	// from.
 	recentWrites = 32
+	// askEvery is how long the server's answer of whether it takes writes
+	// at once stands; askAgain how long a failed ask (the server
+	// unreachable, the write's caller gone) does, the server taken to
+	// want its writes one at a time meanwhile.
+	askEvery = time.Hour
+	askAgain = time.Minute
 )
+
+// unlimited is the slots of a server that takes its writes at once.
+const unlimited = math.MaxInt
 
 // WriteGates holds one gate per Vikunja server (per base URL), shared by
 // every Tracker made with it, whatever its tenant, workspace or project, so
@@ -63,6 +87,7 @@ func NewWriteGates() *WriteGates { return &WriteGates{gates: map[string]*writeGa
 var processGates = NewWriteGates()
 
 type writeGate struct {
+	// n is the configured slots; 0: the server says (DefaultConcurrentWrites).
 	n int
 	// hold is the configured hold (0: learned; negative: writes hold their
 	// slot until answered, always).
@@ -89,6 +114,13 @@ type writeGate struct {
 	// lockedMet counts the 500s answered to writes sent beside an early
 	// one (what a test reads).
 	lockedMet int
+	// concurrent is what the server last said of its writes (n == 0),
+	// at askedAt, standing for askFor; asking says an ask is under way.
+	concurrent bool
+	askedAt    time.Time
+	askFor     time.Duration
+	asking     bool
+	now        func() time.Time
 }
 
 // ServerKey names the server a base URL reaches, as the gates key it:
@@ -119,7 +151,7 @@ func (g *WriteGates) gate(baseURL string, n int, hold time.Duration) (*writeGate
 		}
 		return w, nil
 	}
-	w := &writeGate{n: n, hold: hold, waiting: map[string][]*waiter{}, served: map[string]uint64{}}
+	w := &writeGate{n: n, hold: hold, waiting: map[string][]*waiter{}, served: map[string]uint64{}, now: time.Now}
 	g.gates[key] = w
 	return w, nil
 }
@@ -130,6 +162,8 @@ func (g *WriteGates) gate(baseURL string, n int, hold time.Duration) (*writeGate
 // once: SQLite serves them beside a write.
 type writeSlots struct {
 	gate *writeGate
+	// ask asks the server whether it takes writes at once.
+	ask func(ctx context.Context) (bool, error)
 	// settle is how long a write given up mid-request keeps its slot after
 	// its connection closed (WithWriteSettle).
 	settle time.Duration
@@ -151,15 +185,17 @@ func (s *writeSlots) Enter(ctx context.Context, method string) (func(reached boo
 		return func(bool, int) {}, nil
 	}
 	g := s.gate
+	g.learn(s.ask)
 	if !g.take(ctx, tracker.PartyOf(ctx)) {
 		return nil, tracker.NotSent(fmt.Errorf("vikunja: waiting for the server's other writes: %w", context.Cause(ctx)))
 	}
 	start := s.now()
 	var once sync.Once
 	free := func() { once.Do(g.leave) }
-	// beside: this write was sent while one let go early had no answer.
+	// beside: this write was sent while one let go early had no answer,
+	// or, to a server that said it takes writes at once, beside another.
 	g.mu.Lock()
-	beside := g.early > 0
+	beside := g.early > 0 || (g.n == 0 && g.busy > 1)
 	hold := g.holdLocked(start)
 	g.mu.Unlock()
 	var (
@@ -238,7 +274,7 @@ type waiter struct{ granted chan struct{} }
 // and answers false, holding none, when ctx ends first.
 func (w *writeGate) take(ctx context.Context, party string) bool {
 	w.mu.Lock()
-	if w.busy < w.n && len(w.turns) == 0 {
+	if w.busy < w.limitLocked() && len(w.turns) == 0 {
 		w.busy++
 		w.serveLocked(party)
 		w.mu.Unlock()
@@ -287,7 +323,13 @@ func (w *writeGate) leave() {
 // turn it is; w.mu is held.
 func (w *writeGate) releaseLocked() {
 	w.busy--
-	for len(w.turns) > 0 && w.busy < w.n {
+	w.grantLocked()
+}
+
+// grantLocked gives the free slots to the writes whose turn it is; w.mu is
+// held.
+func (w *writeGate) grantLocked() {
+	for len(w.turns) > 0 && w.busy < w.limitLocked() {
 		next := 0
 		for i, p := range w.turns {
 			if w.served[p] < w.served[w.turns[next]] {
@@ -323,6 +365,51 @@ func (w *writeGate) serveLocked(party string) {
 	}
 }
 
+// limitLocked is how many writes the server takes at once now: the
+// configured number, else unlimited while the server says it takes writes
+// at once and has not locked since, else one; w.mu is held.
+func (w *writeGate) limitLocked() int {
+	switch {
+	case w.n > 0:
+		return w.n
+	case w.concurrent && !w.now().Before(w.strictUntil):
+		return unlimited
+	}
+	return 1
+}
+
+// learn asks the server whether it takes writes at once, unless the
+// configuration says how many it takes, its last answer stands, or an ask
+// is under way. The ask goes apart from the write, which goes meanwhile as
+// to a server taking one write at a time: a server slow to answer /info
+// holds no write up. A failed ask (the server unreachable, timed out) leaves
+// it so, and is asked again after askAgain.
+func (w *writeGate) learn(ask func(context.Context) (bool, error)) {
+	if w.n > 0 || ask == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.asking || (!w.askedAt.IsZero() && w.now().Sub(w.askedAt) < w.askFor) {
+		return
+	}
+	w.asking = true
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+		defer cancel()
+		concurrent, err := ask(ctx)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.asking = false
+		w.concurrent = err == nil && concurrent
+		w.askedAt, w.askFor = w.now(), askEvery
+		if err != nil {
+			w.askFor = askAgain
+		}
+		w.grantLocked()
+	}()
+}
+
 // holdLocked is how long a write sent at now holds its slot without an
 // answer: for ever (0) while the server needs its writes one at a time,
 // else the configured hold or the learned one; w.mu is held.
@@ -346,4 +433,28 @@ func (w *writeGate) noteLocked(d time.Duration) {
 		w.took = w.took[1:]
 	}
 	w.took = append(w.took, d)
+}
+
+// askTimeout bounds the ask of whether the server takes writes at once.
+const askTimeout = 10 * time.Second
+
+// concurrentWrites asks the server whether it takes writes at once: its
+// GET /api/v1/info (no token needed) answers concurrent_writes, false on
+// SQLite (v2.5.0). A server that answers no such field, or no /info (404),
+// says no.
+func concurrentWrites(ctx context.Context, c *trackerhttp.Client) (bool, error) {
+	a, err := c.Do(ctx, trackerhttp.Request{Method: http.MethodGet, Path: "/api/v1/info"})
+	if errors.Is(err, tracker.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var info struct {
+		ConcurrentWrites bool `json:"concurrent_writes"`
+	}
+	if err := json.Unmarshal(a.Body, &info); err != nil {
+		return false, fmt.Errorf("vikunja: reading /api/v1/info: %w", err)
+	}
+	return info.ConcurrentWrites, nil
 }

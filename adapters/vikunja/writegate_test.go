@@ -183,8 +183,11 @@ func TestOneServerHasOneSetting(t *testing.T) {
 	}
 	p.Project = 2
 	p.BaseURL = "HTTP://Vikunja.Example:3456"
-	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(1)); err != nil {
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g)); err != nil {
 		t.Fatalf("the same server, the same setting, another project: %v", err)
+	}
+	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(1)); !errors.Is(err, tracker.ErrInvalid) {
+		t.Fatalf("the same server, one write at once where the other asks the server: %v, want refused", err)
 	}
 	if _, err := vikunja.New(p, vikunja.WithWriteGates(g), vikunja.WithConcurrentWrites(4)); !errors.Is(err, tracker.ErrInvalid) {
 		t.Fatalf("the same server with another setting: %v, want refused", err)
@@ -257,7 +260,8 @@ func TestAWriteThatNeverReachedTheServerFreesItsSlotAtOnce(t *testing.T) {
 		project := e.CreateProject("Lattice", "LAT")
 		rt := &failFirst{rt: s.Transport()}
 		tr, err := vikunja.New(vikunja.Params{BaseURL: s.URL, Token: e.Token, Project: project, Source: source},
-			vikunja.WithTransport(rt), vikunja.WithWriteGates(vikunja.NewWriteGates()), vikunja.WithWriteSettle(time.Hour))
+			vikunja.WithTransport(rt), vikunja.WithWriteGates(vikunja.NewWriteGates()), vikunja.WithWriteSettle(time.Hour),
+			vikunja.WithConcurrentWrites(1)) // no ask of the server's /info takes the failure
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,10 +188,11 @@ type Binding struct {
 	// binding's first read, instead of seeding silently.
 	Since *time.Time `toml:"since"`
 	// ConcurrentWrites is how many write requests the process sends the
-	// Vikunja server at base_url at once, across every binding and tenant:
-	// 1 when unset, since Vikunja on SQLite, its default database, fails
-	// two writes that meet; more only for a Vikunja on PostgreSQL or MySQL.
-	// Every binding naming the server must say the same.
+	// Vikunja server at base_url at once, across every binding and tenant.
+	// Unset, the server says (its /api/v1/info's concurrent_writes): at
+	// once on PostgreSQL or MySQL, one at a time on SQLite, its default
+	// database, which fails two writes that meet, and where it says
+	// nothing. Every binding naming the server must say the same.
 	ConcurrentWrites int `toml:"concurrent_writes"`
 	// WriteHold is how long a write to the Vikunja server at base_url
 	// holds the server's write slot without an answer before the next
@@ -603,18 +605,27 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		case b.Tracker == vikunja.Kind && b.WriteHold.Hold > c.Timings.WriteBound.Or(writes.DefaultWriteBound):
 			add("%s: write_hold %v is past the write bound %v: no write is held so long", where, b.WriteHold.Hold, c.Timings.WriteBound.Or(writes.DefaultWriteBound))
 		case b.Tracker == vikunja.Kind && checkURL(b.BaseURL, b.AllowInsecureHTTP) == nil:
-			n := max(b.ConcurrentWrites, vikunja.DefaultConcurrentWrites)
+			n := b.ConcurrentWrites
 			key := vikunja.ServerKey(b.BaseURL)
 			if first, ok := servers[key]; !ok {
 				servers[key] = serverSetting{at: i, writes: n, hold: b.WriteHold.Hold}
 			} else if first.writes != n {
-				add("%s: concurrent_writes %d for %s, where bindings[%d] says %d: one server takes one setting", where, n, key, first.at, first.writes)
+				add("%s: concurrent_writes %s for %s, where bindings[%d] says %s: one server takes one setting", where, writesSetting(n), key, first.at, writesSetting(first.writes))
 			} else if first.hold != b.WriteHold.Hold {
 				add("%s: write_hold for %s differs from bindings[%d]'s: one server takes one setting", where, key, first.at)
 			}
 		}
 	}
 	return bound
+}
+
+// writesSetting words a binding's concurrent_writes as the configuration
+// reads it.
+func writesSetting(n int) string {
+	if n == 0 {
+		return "unset (the server says)"
+	}
+	return strconv.Itoa(n)
 }
 
 // checkSubscriptions checks every subscription: a bound workspace, one

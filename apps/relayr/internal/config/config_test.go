@@ -92,7 +92,7 @@ func TestOneSettingPerVikunjaServer(t *testing.T) {
 		nb     int
 		writes []int
 	}{
-		{"UnsetIsOneAtATime", "https://v.example.com", 0, "https://v.example.com/", 1, []int{0, 1}},
+		{"UnsetTwice", "https://v.example.com", 0, "https://v.example.com/", 0, []int{0, 0}},
 		{"TheSameSettingTwice", "https://v.example.com", 4, "https://v.example.com", 4, []int{4, 4}},
 		{"TwoServersTwoSettings", "https://v.example.com", 4, "https://w.example.com", 0, []int{4, 0}},
 	} {
@@ -220,7 +220,10 @@ func TestRefusals(t *testing.T) {
 		}, "concurrent_writes -1 is below 1"},
 		{"OneVikunjaServerWithTwoSettings", func(s string) string {
 			return withVikunja(s, "https://v.example.com", 4, "HTTPS://V.example.com/", 0)
-		}, "concurrent_writes 1 for https://v.example.com, where bindings[1] says 4: one server takes one setting"},
+		}, "concurrent_writes unset (the server says) for https://v.example.com, where bindings[1] says 4: one server takes one setting"},
+		{"OneVikunjaServerUnsetAndSetToOne", func(s string) string {
+			return withVikunja(s, "https://v.example.com", 0, "https://v.example.com", 1)
+		}, "concurrent_writes 1 for https://v.example.com, where bindings[1] says unset (the server says): one server takes one setting"},
 		{"WriteHoldOnPlane", func(s string) string {
 			return strings.Replace(s, `tracker = "plane"`, "tracker = \"plane\"\nwrite_hold = \"1s\"", 1)
 		}, "write_hold is for vikunja"},
