@@ -39,7 +39,28 @@ func escapeKey(key string) string {
 
 // Line is the marker line of key.
 func (m HiddenMarker) Line(key string) string {
-	return hiddenOpen + m.Source.String() + "/" + escapeKey(key) + hiddenClose
+	return hiddenOpen + m.Tag(key) + hiddenClose
+}
+
+// Tag is key as a marker names it, "<source>/<escaped key>": for a driver
+// that keeps the marker elsewhere than a hidden comment (Jira's visible
+// paragraph), with the same escaping.
+func (m HiddenMarker) Tag(key string) string {
+	return m.Source.String() + "/" + escapeKey(key)
+}
+
+// Untag answers the key tag names under m's source, and false for a tag
+// of another source or one no key escapes to.
+func (m HiddenMarker) Untag(tag string) (string, bool) {
+	v, ok := strings.CutPrefix(tag, m.Source.String()+"/")
+	if !ok || v == "" {
+		return "", false
+	}
+	k, err := url.PathUnescape(v)
+	if err != nil || escapeKey(k) != v {
+		return "", false
+	}
+	return k, true
 }
 
 // Mark appends key's marker to body, on a line of its own after a blank
@@ -61,16 +82,16 @@ func (m HiddenMarker) Unmark(text string) (key, body string) {
 	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 		last, rest = text[i+1:], text[:i+1]
 	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(last), hiddenOpen+m.Source.String()+"/")
+	v, ok := strings.CutPrefix(strings.TrimSpace(last), hiddenOpen)
 	if !ok {
 		return "", text
 	}
 	v, ok = strings.CutSuffix(v, hiddenClose)
-	if !ok || v == "" {
+	if !ok {
 		return "", text
 	}
-	k, err := url.PathUnescape(v)
-	if err != nil || escapeKey(k) != v {
+	k, ok := m.Untag(v)
+	if !ok {
 		return "", text
 	}
 	// rest ends with the marker line's own line end; the blank line

@@ -1,6 +1,7 @@
 package tracker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -33,6 +34,26 @@ func TestAMarkerOfAnotherSourceOrNoneIsLeftInTheBody(t *testing.T) {
 	} {
 		if k, b := d.Unmark(text); k != "" || b != text {
 			t.Errorf("%q read as key %q body %q, want no key and the text as it is", text, k, b)
+		}
+	}
+}
+
+func TestTagAndUntagAreTheMarkersValue(t *testing.T) {
+	m := tracker.HiddenMarker{Source: tracker.Source{Tenant: "t", Workspace: "w"}}
+	for _, key := range []string{"k", "a b", "x -->", "ü/%", "lattice-key: y", "--"} {
+		tag := m.Tag(key)
+		if !strings.HasSuffix(m.Line(key), tag+" -->") {
+			t.Fatalf("%q: the line %q does not end with the tag %q", key, m.Line(key), tag)
+		}
+		got, ok := m.Untag(tag)
+		if !ok || got != key {
+			t.Fatalf("%q: untag of %q answered %q %v", key, tag, got, ok)
+		}
+	}
+	other := tracker.HiddenMarker{Source: tracker.Source{Tenant: "t", Workspace: "other"}}
+	for _, tag := range []string{other.Tag("k"), "", m.Source.String() + "/", m.Source.String() + "/a b", m.Source.String() + "/%zz"} {
+		if k, ok := m.Untag(tag); ok {
+			t.Errorf("%q untagged as %q", tag, k)
 		}
 	}
 }
