@@ -460,11 +460,34 @@ func (r results) natsRows() []row {
 	return rows
 }
 
+// jiraRows are Jira's driver figures over its emulation
+// (adapters/jira's BenchmarkJiraRequests): what a filing, a change, a state
+// change and an idle poll cost, and a rule's burst on one issue.
+func (r results) jiraRows() []row {
+	var rows []row
+	for _, m := range []struct{ metric, label string }{
+		{"requests/filing", "Tracker requests per filing, Jira"},
+		{"requests/change", "Tracker requests per change of a field, Jira"},
+		{"requests/state-change", "Tracker requests per change of state (a transition), Jira"},
+		{"requests/idle-poll", "Tracker requests per idle poll, Jira"},
+	} {
+		if v, ok := r.get("JiraRequests", m.metric); ok {
+			rows = append(rows, row{m.label, num(v), "–", "–"})
+		}
+	}
+	if v, ok := r.get("JiraRequests", "burst-429s"); ok {
+		secs, _ := r.get("JiraRequests", "burst-s")
+		rows = append(rows, row{"A rule's 60 edits of one issue (120 writes), Jira", fmt.Sprintf("%s answers over a limit, paced over %s s", count(v), num(secs)), "Jira's 20 writes an issue in 2 s, 100 in 30 s", "–"})
+	}
+	return rows
+}
+
 func table(r results) string {
 	var rows []row
 	for _, t := range r.trackers() {
 		rows = append(rows, r.trackerRows(t)...)
 	}
+	rows = append(rows, r.jiraRows()...)
 	rows = append(rows, r.budgetRows()...)
 	rows = append(rows, r.replicaRows()...)
 	rows = append(rows, r.natsRows()...)

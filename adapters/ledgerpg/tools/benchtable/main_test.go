@@ -164,3 +164,20 @@ func TestTableShowsTheReplicasFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestTableShowsJirasRequestsAndItsBurst(t *testing.T) {
+	res, err := parse(strings.NewReader("BenchmarkJiraRequests-2   	       3	 420206459 ns/op	         0 burst-429s	        30.00 burst-s	         3.000 requests/change	         2.000 requests/filing	         1.000 requests/idle-poll	         4.000 requests/state-change\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res)
+	for _, want := range []string{
+		"| Tracker requests per filing, Jira | 2.00 | – | – |",
+		"| Tracker requests per change of state (a transition), Jira | 4.00 | – | – |",
+		"| A rule's 60 edits of one issue (120 writes), Jira | 0 answers over a limit, paced over 30.00 s |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+}
