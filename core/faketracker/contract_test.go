@@ -70,3 +70,29 @@ func TestDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestDriverThatFetchesAndFindsTogether runs the driver suite over each flavour as a
+// tracker that reads several items by id at once (ItemsFetching), and one
+// that finds several keys at once (KeysFinding).
+func TestDriverThatFetchesAndFindsTogether(t *testing.T) {
+	for _, c := range flavours {
+		t.Run(c.name, func(t *testing.T) {
+			drivertest.RunVirtual(t, func(t *testing.T) drivertest.Harness {
+				f, deletion := fake(t, c.flavour, c.opts)
+				d := both{ItemsFetching: faketracker.ItemsFetching{Tracker: f}, keys: faketracker.KeysFinding{Tracker: f}}
+				return drivertest.Harness{Driver: d, Person: f.Person(), Wait: time.Sleep, Deletion: deletion}
+			})
+		})
+	}
+}
+
+// both is the fake as a tracker that fetches items and finds keys
+// together.
+type both struct {
+	faketracker.ItemsFetching
+	keys faketracker.KeysFinding
+}
+
+func (b both) FindKeys(ctx context.Context, keys []string, since time.Time) (map[string]tracker.Item, bool, error) {
+	return b.keys.FindKeys(ctx, keys, since)
+}

@@ -54,6 +54,8 @@ type env struct {
 	fs     *follow.Followers
 	ctx    context.Context
 	logger *slog.Logger
+	// fetching: the fake reads several items by id at once.
+	fetching bool
 }
 
 type option func(*env)
@@ -75,6 +77,11 @@ func withFlavour(f faketracker.Flavour) option {
 func withSanitizing() option {
 	return func(e *env) { e.fake = newFake(faketracker.LikePlane, faketracker.Sanitizing()) }
 }
+
+// withFetching makes the fake a tracker that reads several items by id in
+// one request (faketracker.ItemsFetching, tracker.ItemsFetcher).
+func withFetching() option { return func(e *env) { e.fetching = true } }
+
 func withSince(t time.Time) option        { return func(e *env) { e.b.Since = t } }
 func withBudget(limit int) option         { return func(e *env) { e.bud = budget.New(clock.System{}, limit) } }
 func withOptions(o follow.Options) option { return func(e *env) { e.cfg.Options = o } }
@@ -96,6 +103,9 @@ func newEnv(t *testing.T, opts ...option) *env {
 	}
 	e.rec = &recorder{Tracker: e.fake}
 	e.b.Connector = coretest.Connector{Driver: e.rec}
+	if e.fetching {
+		e.b.Connector = coretest.Connector{Driver: fetchingRecorder{e.rec}}
+	}
 	e.led = &coretest.FaultLedger{Ledger: e.mem}
 	e.log = &coretest.FaultLog{Log: e.mem}
 	e.conns = binding.NewConnections(clock.System{}, tracker.StaticCredentials{tenant + "/fake": {Token: "tk", WebhookSecret: secret}}, e.b)
@@ -226,6 +236,14 @@ func (e *env) second(holder string) (*follow.Followers, *recorder) {
 }
 
 // recorder wraps the fake to keep the queries polls made and when.
+// fetchingRecorder is the recorder over a fake that reads several items by
+// id in one request.
+type fetchingRecorder struct{ *recorder }
+
+func (f fetchingRecorder) FetchItems(ctx context.Context, ids []string) (map[string]tracker.Item, error) {
+	return faketracker.ItemsFetching{Tracker: f.Tracker}.FetchItems(ctx, ids)
+}
+
 type recorder struct {
 	*faketracker.Tracker
 	mu      sync.Mutex

@@ -444,6 +444,9 @@ type reader struct {
 	// comments is the page's comments read in one request, nil when
 	// each item's are read on their own.
 	comments *pageComments
+	// gone holds the items a sweep's read by ids (tracker.ItemsFetcher)
+	// did not answer: their removal reads nothing more.
+	gone map[string]bool
 }
 
 // snapRead is readSnapshot's answer for one item.

@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -26,7 +27,14 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 		if err != nil {
 			return err
 		}
+		live, err := r.fetchMissing(ctx, missing)
+		if err != nil {
+			return err
+		}
 		for _, id := range missing {
+			if live[id] {
+				continue // passed over by a listing that moved under the read
+			}
 			if err := r.remove(ctx, id, false); err != nil {
 				return err
 			}
@@ -45,6 +53,41 @@ func (f *follower) finishSweep(ctx context.Context, r *reader) error {
 	f.lastSweep = sw.requests
 	f.sweep = nil
 	return nil
+}
+
+// fetchMissing reads the items the sweep's listing no longer shows by
+// their ids, a hundred or so a request, where the tracker reads several at
+// once (tracker.ItemsFetcher: Jira's bulkfetch): it answers those that
+// read back, and notes the others gone (r.gone), so that removing them
+// reads nothing more. On any other tracker it answers none, and each is
+// read on its own as it is removed.
+func (r *reader) fetchMissing(ctx context.Context, missing []string) (map[string]bool, error) {
+	live := map[string]bool{}
+	if len(missing) == 0 {
+		return live, nil
+	}
+	var found map[string]tracker.Item
+	fetched := false
+	err := r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
+		r.with(tr)
+		var err error
+		found, fetched, err = tr.FetchItems(ctx, missing)
+		return err
+	})
+	if err != nil || !fetched {
+		return live, err
+	}
+	if r.gone == nil {
+		r.gone = map[string]bool{}
+	}
+	for _, id := range missing {
+		if it, ok := found[id]; ok && !it.Archived {
+			live[id] = true
+		} else if !ok {
+			r.gone[id] = true
+		}
+	}
+	return live, nil
 }
 
 // remove tells what became of an item the sweep no longer lists, publishes
@@ -66,12 +109,20 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 	}
 	last.Ref.Key = key
 	var read tracker.Item
-	err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
-		r.with(tr)
-		var err error
-		read, err = tr.Item(ctx, id)
-		return err
-	})
+	byID := false // a read by id answering not found says deleted
+	if r.gone[id] {
+		// The sweep's read by ids did not answer it: not found, read once.
+		byID = r.tr != nil && r.tr.Capabilities().NudgesDeletions
+		err = fmt.Errorf("%w: not answered by the read of the sweep's missing items", tracker.ErrNotFound)
+	} else {
+		err = r.f.request(ctx, r.acc, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
+			r.with(tr)
+			byID = tr.Capabilities().NudgesDeletions
+			var err error
+			read, err = tr.Item(ctx, id)
+			return err
+		})
+	}
 	var deleted *bool
 	switch {
 	case err == nil && !read.Archived:
@@ -80,10 +131,13 @@ func (r *reader) remove(ctx context.Context, id string, reported bool) error {
 		deleted = new(false)
 	case !errors.Is(err, tracker.ErrNotFound):
 		return err
-	case reported:
+	case reported, byID && key != "":
 		// The tracker said it deleted the item, and reading it confirms it
 		// gone: a tracker that reports deletions reads a deleted item as
-		// missing, never an archived one.
+		// missing, never an archived one (tracker.Nudged). So too for an
+		// item relayr filed that such a tracker reads missing unreported:
+		// its key's lookup could only say the same (and Jira's waits out
+		// its search's lag).
 		deleted = new(true)
 		if key != "" {
 			// A deleted item's key is marked, so it files nothing again.

@@ -77,8 +77,10 @@ var followerCases = []struct {
 	{"PageReadAgainPublishesNothingNew", pageReadAgain},
 	{"LostSnapshotReadsAsNewOnce", lostSnapshotReadsAsNewOnce},
 	{"AChangeReadAgainAfterTheItemMovedIsNotPublishedTwice", changeReadAgainAfterMove},
-	{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane) }},
-	{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja) }},
+	{"DailySweepTellsDeletedFromArchived/LikePlane", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane, false) }},
+	{"DailySweepTellsDeletedFromArchived/LikeVikunja", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja, false) }},
+	{"DailySweepTellsDeletedFromArchived/LikePlane/ReadByIDsTogether", func(t *testing.T) { sweepRemoved(t, faketracker.LikePlane, true) }},
+	{"DailySweepTellsDeletedFromArchived/LikeVikunja/ReadByIDsTogether", func(t *testing.T) { sweepRemoved(t, faketracker.LikeVikunja, true) }},
 	{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikePlane", func(t *testing.T) { listedAgain(t, faketracker.LikePlane) }},
 	{"AnItemListedAgainAfterItsRemovalIsCreatedAgain/LikeVikunja", func(t *testing.T) { listedAgain(t, faketracker.LikeVikunja) }},
 	{"AnIdleBudgetSweepsEveryMinuteSoADeletionIsFoundWithinTwo", idleSweeps},
@@ -672,9 +674,17 @@ func lostSnapshotReadsAsNewOnce(t *testing.T) {
 	}
 }
 
-func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
+// sweepRemoved: the sweep tells deleted from archived; over a tracker that
+// reads several items by id at once (fetching: Jira's bulkfetch), the
+// items its listing no longer shows are read in one request, and a deleted
+// one is read no more.
+func sweepRemoved(t *testing.T, flavour faketracker.Flavour, fetching bool) {
 	// The seeds' sweep alone: once a day.
-	e := newEnv(t, withFlavour(flavour))
+	opts := []option{withFlavour(flavour)}
+	if fetching {
+		opts = append(opts, withFetching())
+	}
+	e := newEnv(t, opts...)
 	deleted := e.ensure("deleted", tracker.Draft{Title: "D"})
 	archived := e.ensure("archived", tracker.Draft{Title: "A"})
 	pDeleted, pArchived := e.person("pD"), e.person("pA")
@@ -691,8 +701,22 @@ func sweepRemoved(t *testing.T, flavour faketracker.Flavour) {
 	}
 	e.after(time.Hour)
 	e.wantEvents(0) // only the sweep finds removals, once a day
+	items, fetches := e.fake.Calls(faketracker.MethodItem), e.fake.Calls(faketracker.MethodFetchItems)
 	e.after(follow.DefaultSweepEvery)
 	evs := e.wantEvents(4)
+	if fetching {
+		// One read of the four; the archived ones read again by id on
+		// Vikunja (where the fetch answers them archived), all four on
+		// Plane (where an archived item reads missing and its key's
+		// look-up tells): none deleted is read twice.
+		reads, want := e.fake.Calls(faketracker.MethodItem)-items, 2
+		if flavour == faketracker.LikePlane {
+			want = 0
+		}
+		if n := e.fake.Calls(faketracker.MethodFetchItems) - fetches; n != 1 || reads != want {
+			t.Fatalf("the sweep read the missing items in %d reads by ids and %d one by one, want 1 and %d", n, reads, want)
+		}
+	}
 	// Vikunja reads an archived item by its id as archived; Plane reads it
 	// as missing, and only a key's lookup tells.
 	var personArchived *bool

@@ -141,6 +141,17 @@ type KeysFinder interface {
 	FindKeys(ctx context.Context, keys []string, since time.Time) (found map[string]Item, complete bool, err error)
 }
 
+// ItemsFetcher is implemented by a driver whose tracker reads several
+// items by id in one request (Jira's bulkfetch, a hundred ids a request):
+// the sweep checks the items its listing no longer shows with it, instead
+// of one read each.
+type ItemsFetcher interface {
+	// FetchItems answers those of ids the tracker holds, read current as
+	// Item reads them, in as few requests as the tracker allows; an id it
+	// does not answer is one Item answers ErrNotFound for.
+	FetchItems(ctx context.Context, ids []string) (map[string]Item, error)
+}
+
 // DescriptionComparer is implemented by a driver whose tracker rewrites
 // descriptions in ways relayr cannot predict byte for byte (Plane
 // sanitizes description_html: lxml rewrites the markup, nh3 drops what its

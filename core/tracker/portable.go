@@ -25,6 +25,7 @@ type Tracker struct {
 	same DescriptionComparer // nil: descriptions are held as set
 	all  ProjectCommenter    // nil: comments are read item by item
 	keys KeysFinder          // nil: each key is found on its own
+	many ItemsFetcher        // nil: items are read by id one at a time
 }
 
 // New answers the portable tracker over d.
@@ -35,6 +36,7 @@ func New(d Driver) *Tracker {
 	}
 	t.same, _ = d.(DescriptionComparer)
 	t.keys, _ = d.(KeysFinder)
+	t.many, _ = d.(ItemsFetcher)
 	if t.caps.ProjectComments {
 		t.all, _ = d.(ProjectCommenter)
 	}
@@ -84,6 +86,41 @@ func (t *Tracker) Find(ctx context.Context, key string) (Item, error) {
 // FindsKeys reports whether the tracker finds several keys' items in one
 // read (FindKeys).
 func (t *Tracker) FindsKeys() bool { return t.keys != nil }
+
+// FetchesItems reports whether the tracker reads several items by id in
+// one request (ItemsFetcher).
+func (t *Tracker) FetchesItems() bool { return t.many != nil }
+
+// FetchItems answers those of ids the tracker holds, read by id in as few
+// requests as it allows; an id not answered is not found. A tracker that
+// reads items one at a time answers none and false: read each with Item.
+func (t *Tracker) FetchItems(ctx context.Context, ids []string) (map[string]Item, bool, error) {
+	if t.many == nil {
+		return nil, false, nil
+	}
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if t.id(id) == nil {
+			valid = append(valid, id) // an id of no shape the tracker makes is not found
+		}
+	}
+	if len(valid) == 0 {
+		return map[string]Item{}, true, nil
+	}
+	if err := t.live(ctx); err != nil {
+		return nil, false, err
+	}
+	found, err := t.many.FetchItems(ctx, valid)
+	if err != nil {
+		return nil, false, t.fail(ctx, err)
+	}
+	for id, it := range found {
+		if it.Ref.ID != id || !slices.Contains(valid, id) {
+			return nil, false, t.garbled("an item of an id not asked for")
+		}
+	}
+	return found, true, nil
+}
 
 // FindKeys answers the items filed under keys since since, in one read
 // where the tracker allows it (KeysFinder): with complete true, a key not

@@ -86,6 +86,7 @@ var Cases = []Case{
 	{"ProjectCommentsAnswerWhatEachItemsCommentsAnswer", projectComments},
 	{"ProjectCommentsThatTakeMoreReadsThanAllowedAreNotAnswered", projectCommentsPaged},
 	{"FindKeysAnswersWhatFindAnswersForEachKey", findKeys},
+	{"FetchItemsAnswersWhatItemAnswersForEachID", fetchItems},
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -429,6 +430,43 @@ func findKeys(t *testing.T, h Harness, key func(string) string) {
 	}
 	if _, ok := found[key("never-filed")]; ok {
 		t.Fatal("a key never filed was found")
+	}
+}
+
+// fetchItems: a driver that reads several items by id in one request
+// (tracker.ItemsFetcher) answers each id Item answers, as Item answers it,
+// and leaves out an id Item answers not found (a deleted item's, one never
+// made). A driver that reads one at a time answers the portable
+// tracker's FetchItems "read each" at no cost.
+func fetchItems(t *testing.T, h Harness, key func(string) string) {
+	ctx := ctxOf(t)
+	tr := tracker.New(h.Driver)
+	if _, ok := h.Driver.(tracker.ItemsFetcher); !ok {
+		found, fetched, err := tr.FetchItems(ctx, []string{"1"})
+		if len(found) != 0 || fetched || err != nil {
+			t.Fatalf("FetchItems of a driver that reads one at a time: %v, fetched %v, %v; want each read", found, fetched, err)
+		}
+		return
+	}
+	a := create(t, h, key("a"), tracker.Draft{Title: "Fetched with others"})
+	b := create(t, h, key("b"), tracker.Draft{Title: "Deleted before the fetch"})
+	if err := h.Person.Delete(ctx, b.Ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	found, fetched, err := tr.FetchItems(ctx, []string{a.Ref.ID, b.Ref.ID})
+	if err != nil || !fetched {
+		t.Fatalf("FetchItems: %v, fetched %v", err, fetched)
+	}
+	want, err := h.Driver.Item(ctx, a.Ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := found[a.Ref.ID]
+	if !ok || got.Ref != want.Ref || got.Title != want.Title || got.State != want.State || !got.UpdatedAt.Equal(want.UpdatedAt) {
+		t.Fatalf("fetched %+v, Item reads %+v", got, want)
+	}
+	if _, ok := found[b.Ref.ID]; ok {
+		t.Fatal("a deleted item was fetched")
 	}
 }
 
