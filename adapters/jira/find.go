@@ -124,6 +124,14 @@ func (d *Driver) search(ctx context.Context, keys []string, since time.Time) (ma
 	return found, nil
 }
 
+// FetchItems implements tracker.ItemsFetcher: the issues of ids by id,
+// current, a hundred a request (bulkfetch); an id Jira doesn't answer is
+// deleted, hidden from the account, or moved out of the project: the
+// sweep's check of the issues its listing no longer shows.
+func (d *Driver) FetchItems(ctx context.Context, ids []string) (map[string]tracker.Item, error) {
+	return d.fetch(ctx, slices.Clone(ids))
+}
+
 // fetch reads issues by id, current, 100 a request
 // (paths./rest/api/3/issue/bulkfetch.post); an id Jira doesn't answer
 // (deleted, or hidden from the account) is left out, as one moved out of

@@ -38,7 +38,8 @@
 // within the lag are passed in reconcileIssues, which Jira reads current.
 // Each issue's changelog names who changed it last (Item.UpdatedBy).
 // Deletions come from jira:issue_deleted deliveries (X-Hub-Signature) and
-// the sweep (GET by id answers 404).
+// the sweep, which reads the issues its listing no longer shows by id, a
+// hundred a request (bulkfetch, which leaves out the ids that are gone).
 //
 // Jira's per-issue write windows (20 writes in 2 s, 100 in 30 s) are kept
 // by the driver, so a rule editing one issue in a burst is paced, never
@@ -291,6 +292,7 @@ type Driver struct {
 var (
 	_ tracker.Driver              = (*Driver)(nil)
 	_ tracker.KeysFinder          = (*Driver)(nil)
+	_ tracker.ItemsFetcher        = (*Driver)(nil)
 	_ tracker.DescriptionComparer = (*Driver)(nil)
 )
 
