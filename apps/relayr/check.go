@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
 	"github.com/relayr-go/relayr/core/follow"
@@ -77,8 +78,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
+// neverFiled is the key check looks up: nobody files it.
+const neverFiled = "relayr-check/never-filed"
+
 // reach connects with the binding's credentials and asks for a key nobody
 // filed: a tracker that answers "not found" is reachable and takes the key.
+// Jira's search lags behind writes, so its look-up concludes "none" only
+// from two searches the search's lag apart (search_lag, 30 s by default),
+// longer than check waits: there one search of the issues created from
+// this minute on, answered, is reach enough (a shorter lag is waited out,
+// and the look-up is then complete).
 func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credentials, src tracker.Source) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -86,7 +95,11 @@ func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credential
 	if err != nil {
 		return err
 	}
-	_, err = tr.Find(ctx, "relayr-check/never-filed")
+	if conn.Kind() == jira.Kind {
+		_, _, err = tr.FindKeys(ctx, []string{neverFiled}, time.Now())
+		return err
+	}
+	_, err = tr.Find(ctx, neverFiled)
 	if errors.Is(err, tracker.ErrNotFound) {
 		return nil
 	}

@@ -11,6 +11,7 @@ require (
 	github.com/relayr-go/relayr/adapters/gitea v0.0.0
 	github.com/relayr-go/relayr/adapters/github v0.0.0
 	github.com/relayr-go/relayr/adapters/httpapi v0.0.0
+	github.com/relayr-go/relayr/adapters/jira v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
 	github.com/relayr-go/relayr/adapters/plane v0.0.0
@@ -106,6 +107,7 @@ replace (
 	github.com/relayr-go/relayr/adapters/gitea => ../../adapters/gitea
 	github.com/relayr-go/relayr/adapters/github => ../../adapters/github
 	github.com/relayr-go/relayr/adapters/httpapi => ../../adapters/httpapi
+	github.com/relayr-go/relayr/adapters/jira => ../../adapters/jira
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite
 	github.com/relayr-go/relayr/adapters/plane => ../../adapters/plane

@@ -25,6 +25,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/adapters/httpapi/operator"
 	"github.com/relayr-go/relayr/adapters/httpapi/status"
+	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
 	"github.com/relayr-go/relayr/adapters/natsjs"
@@ -115,8 +116,11 @@ func OpenStore(ctx context.Context, c *config.Config, s *config.Secrets, migrate
 }
 
 // Connector makes a binding's connector, its requests timed by t (each
-// phase, and a Vikunja write's settle after it was given up).
-func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) (tracker.Connector, error) {
+// phase, and a Vikunja write's settle after it was given up). cr is the
+// tenant's table for the binding's tracker, [tenants.trackers.<kind>]: what
+// goes with its key (Jira's account email); the key itself is read when a
+// follower connects.
+func Connector(b config.Binding, cr config.TrackerCredentials, t config.Timings, transport http.RoundTripper) (tracker.Connector, error) {
 	switch b.Tracker {
 	case plane.Kind:
 		var client *http.Client
@@ -156,8 +160,15 @@ func Connector(b config.Binding, t config.Timings, transport http.RoundTripper) 
 		return github.NewConnector(github.Config{
 			BaseURL: b.BaseURL, WebURL: b.WebURL, Repo: b.Project, Login: b.Login, Namespace: b.Namespace, Client: client, Timeout: t.Requests(),
 		})
+	case jira.Kind:
+		cfg := b.Jira(cr.Email)
+		if transport != nil {
+			cfg.Client = &http.Client{Transport: transport}
+		}
+		cfg.Timeout = t.Requests()
+		return jira.NewConnector(cfg)
 	}
-	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea or github", b.Tracker)
+	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea, github or jira", b.Tracker)
 }
 
 // Bindings makes the configuration's bindings, the bindings of one tracker
@@ -166,7 +177,13 @@ func Bindings(c *config.Config, transport http.RoundTripper) ([]binding.Binding,
 	var out []binding.Binding
 	pools := NewPools(transport, c.TrackerConns)
 	for _, b := range c.Bindings {
-		conn, err := Connector(b, c.Timings, pools.For(b.BaseURL))
+		var cr config.TrackerCredentials
+		for _, tn := range c.Tenants {
+			if tn.Name == b.Tenant {
+				cr = tn.Trackers[b.Tracker]
+			}
+		}
+		conn, err := Connector(b, cr, c.Timings, pools.For(b.BaseURL))
 		if err != nil {
 			return nil, fmt.Errorf("binding %s/%s: %w", b.Tenant, b.Workspace, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/budget"
@@ -145,30 +147,41 @@ type Tenant struct {
 	Name  string `toml:"name"`
 	Token Secret `toml:"token"`
 	// Trackers holds the tenant's key per tracker kind ("plane",
-	// "vikunja", "gitea", "github").
+	// "vikunja", "gitea", "github", "jira").
 	Trackers map[string]TrackerCredentials `toml:"trackers"`
 }
 
-// TrackerCredentials are a tenant's key for one tracker kind (T4) and the
-// secret its webhook deliveries are signed with.
+// TrackerCredentials are a tenant's key for one tracker kind (T4), the
+// secret its webhook deliveries are signed with, and what goes with the key
+// (Jira's account email).
 type TrackerCredentials struct {
 	Key           Secret `toml:"key"`
 	WebhookSecret Secret `toml:"webhook_secret"`
+	// Email is, on Jira, the account the key (an API token) belongs to:
+	// requests carry Basic base64(email:key). Empty, the key is an OAuth
+	// 2.0 bearer token. Not a secret: it names the account.
+	Email string `toml:"email"`
 }
 
 // Binding binds a workspace to a tracker project.
 type Binding struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
-	// Tracker is "plane", "vikunja", "gitea" or "github".
+	// Tracker is "plane", "vikunja", "gitea", "github" or "jira".
 	Tracker string `toml:"tracker"`
+	// BaseURL is the tracker's API: on Jira the site
+	// (https://<site>.atlassian.net) or Atlassian's gateway
+	// (https://api.atlassian.com/ex/jira/<cloudId>).
 	BaseURL string `toml:"base_url"`
-	// WebURL is Plane's web app, for links (default BaseURL).
+	// WebURL is where a person opens an item, for links (default BaseURL):
+	// Plane's web app, Gitea's ROOT_URL, GitHub's web host, Jira's site
+	// (required when BaseURL is Atlassian's gateway).
 	WebURL string `toml:"web_url"`
 	// PlaneWorkspace is Plane's workspace slug.
 	PlaneWorkspace string `toml:"plane_workspace"`
-	// Project is Plane's project id, Vikunja's project number or
-	// Gitea's or GitHub's repository ("owner/name").
+	// Project is Plane's project id, Vikunja's project number,
+	// Gitea's or GitHub's repository ("owner/name") or Jira's project key
+	// ("OPS").
 	Project string `toml:"project"`
 	// Identifier is Plane's project identifier ("OPS"), read from Plane
 	// when empty.
@@ -177,6 +190,21 @@ type Binding struct {
 	// token ("<app-slug>[bot]"), which cannot read its own; read from
 	// GitHub when empty.
 	Login string `toml:"login"`
+	// IssueType is, on Jira, the issue type relayr files, whose workflow's
+	// statuses are the states' (default jira.DefaultIssueType, "Task").
+	IssueType string `toml:"issue_type"`
+	// Statuses names, on Jira, the workflow status each state is set to
+	// and read from, by state ("todo" = "Selected for Development"); a
+	// state left out goes by the status's category.
+	Statuses map[string]string `toml:"statuses"`
+	// CancelledResolutions are, on Jira, the resolutions a done issue
+	// reads as cancelled by: jira.DefaultCancelledResolutions when unset,
+	// none when set to [].
+	CancelledResolutions []string `toml:"cancelled_resolutions"`
+	// SearchLag bounds, on Jira, how long its search takes to show a
+	// write (default jira.DefaultSearchLag, 30s): a look-up concludes no
+	// issue holds a key only from two searches this far apart.
+	SearchLag Duration `toml:"search_lag"`
 	// Namespace of the source (default "lattice").
 	Namespace string   `toml:"namespace"`
 	Defaults  Defaults `toml:"defaults"`
@@ -392,9 +420,14 @@ func decodeProblems(err error) []string {
 	if errors.As(err, &de) {
 		row, col := de.Position()
 		msg := de.Error()
-		if strings.Contains(msg, "config.Secret") {
+		switch key := strings.Join(de.Key(), "."); {
+		case strings.Contains(msg, "config.Secret"):
 			// A secret written into the file itself.
-			msg = fmt.Sprintf("%s is a secret: read it from the environment or a file, as {env = \"NAME\"} or {file = \"/path\"}, never from this file", strings.Join(de.Key(), "."))
+			msg = fmt.Sprintf("%s is a secret: read it from the environment or a file, as {env = \"NAME\"} or {file = \"/path\"}, never from this file", key)
+		case key != "":
+			// The value's own refusal (a duration that isn't one), under
+			// the key it was given for.
+			msg = key + ": " + strings.TrimPrefix(msg, "toml: ")
 		}
 		return []string{fmt.Sprintf("line %d, column %d: %s", row, col, msg)}
 	}
@@ -402,7 +435,13 @@ func decodeProblems(err error) []string {
 }
 
 // Kinds of tracker a binding may name.
-var Kinds = []string{"plane", "vikunja", "gitea", "github"}
+var Kinds = []string{"plane", "vikunja", "gitea", "github", jira.Kind}
+
+// kinds words Kinds as a refusal names them: "plane, vikunja, gitea,
+// github or jira".
+func kinds() string {
+	return strings.Join(Kinds[:len(Kinds)-1], ", ") + " or " + Kinds[len(Kinds)-1]
+}
 
 func (c *Config) validate() []string {
 	var p []string
@@ -463,7 +502,7 @@ func (c *Config) checkTrackerLimits(add func(string, ...any)) {
 	for kind, l := range c.TrackerLimits {
 		switch {
 		case !known(kind):
-			add("tracker_limits: tracker %q is not plane, vikunja, gitea or github", kind)
+			add("tracker_limits: tracker %q is not %s", kind, kinds())
 		case l.PerHour < 0 || l.PointsPerMinute < 0 || l.WritePoints < 0:
 			add("tracker_limits.%s: limits are counts, not below 0", kind)
 		case l.WritePoints > 0 && l.PointsPerMinute == 0:
@@ -514,10 +553,18 @@ func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 		}
 		for kind, cr := range t.Trackers {
 			if !known(kind) {
-				add("tenant %q: tracker %q is not plane, vikunja, gitea or github", t.Name, kind)
+				add("tenant %q: tracker %q is not %s", t.Name, kind, kinds())
 			}
 			if !cr.Key.Set() {
 				add("tenant %q: trackers.%s.key must be read from env or file", t.Name, kind)
+			}
+			switch {
+			case cr.Email == "":
+				// None: on Jira, the key is an OAuth 2.0 bearer token.
+			case kind != jira.Kind:
+				add("tenant %q: trackers.%s.email is for jira, whose API tokens go with their account's email", t.Name, kind)
+			case !isEmail(cr.Email):
+				add("tenant %q: trackers.jira.email %q is not an email address such as bot@example.com", t.Name, cr.Email)
 			}
 		}
 	}
@@ -552,7 +599,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		}
 		bound[b.Tenant+"/"+b.Workspace] = true
 		if !known(b.Tracker) {
-			add("%s: tracker %q is not plane, vikunja, gitea or github", where, b.Tracker)
+			add("%s: tracker %q is not %s", where, b.Tracker, kinds())
 		} else if t != nil {
 			if _, ok := t.Trackers[b.Tracker]; !ok {
 				add("%s: tenant %q has no credentials for %s", where, b.Tenant, b.Tracker)
@@ -584,6 +631,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		if b.Login != "" && b.Tracker != "github" {
 			add("%s: login is for github, whose installation tokens cannot read their own account", where)
 		}
+		checkJira(b, where, add)
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))
 		}
@@ -699,6 +747,94 @@ func checkNATS(s Subscription, where string, add func(string, ...any)) {
 	if (n.TLS.CertFile == "") != (n.TLS.KeyFile == "") {
 		add("%s: nats.tls needs both cert_file and key_file, or neither", where)
 	}
+}
+
+// checkJira checks a binding's Jira keys: on a jira binding, each one set,
+// and then the whole as the driver takes it (jira.NewConnector, which
+// makes no request); on a binding of another tracker, that none is set.
+func checkJira(b Binding, where string, add func(string, ...any)) {
+	if b.Tracker != jira.Kind {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"issue_type", b.IssueType != ""}, {"statuses", b.Statuses != nil},
+			{"cancelled_resolutions", b.CancelledResolutions != nil}, {"search_lag", b.SearchLag.Duration != 0},
+		} {
+			if k.set {
+				add("%s: %s is for jira", where, k.key)
+			}
+		}
+		return
+	}
+	bad := false
+	refuse := func(format string, a ...any) {
+		bad = true
+		add("%s: "+format, append([]any{where}, a...)...)
+	}
+	if b.IssueType != "" && strings.TrimSpace(b.IssueType) == "" {
+		refuse("issue_type %q is blank: name an issue type of the project, or leave it out for %s", b.IssueType, jira.DefaultIssueType)
+	}
+	states := make([]string, 0, len(b.Statuses))
+	for s := range b.Statuses {
+		states = append(states, s)
+	}
+	sort.Strings(states)
+	for _, s := range states {
+		switch {
+		case !tracker.State(s).Valid():
+			refuse("statuses: %s is not backlog, todo, started, done or cancelled", tracker.Quote(s))
+		case strings.TrimSpace(b.Statuses[s]) == "":
+			refuse("statuses.%s is blank: name a status of the issue type's workflow", s)
+		}
+	}
+	for i, r := range b.CancelledResolutions {
+		if strings.TrimSpace(r) == "" {
+			refuse("cancelled_resolutions[%d] is blank: name a resolution", i)
+		}
+	}
+	if bad || b.Project == "" || checkURL(b.BaseURL, true) != nil {
+		return // said already
+	}
+	if _, err := jira.NewConnector(b.Jira("")); err != nil {
+		var inv *tracker.InvalidError
+		if errors.As(err, &inv) && jiraKeys[inv.Field] != "" {
+			add("%s: %s: %s", where, jiraKeys[inv.Field], inv.Reason)
+		} else {
+			add("%s: %v", where, err)
+		}
+	}
+}
+
+// jiraKeys name the key of each field jira.NewConnector refuses.
+var jiraKeys = map[string]string{
+	"jira base URL": "base_url", "jira web URL": "web_url", "jira project": "project",
+	"jira statuses": "statuses", "jira search lag": "search_lag",
+}
+
+// Jira is a jira binding's driver configuration, email being the account
+// the tenant's key belongs to (TrackerCredentials.Email); the caller adds
+// the client and the timeout.
+func (b Binding) Jira(email string) jira.Config {
+	var statuses map[tracker.State]string
+	if b.Statuses != nil {
+		statuses = make(map[tracker.State]string, len(b.Statuses))
+		for s, name := range b.Statuses {
+			statuses[tracker.State(s)] = name
+		}
+	}
+	return jira.Config{
+		BaseURL: b.BaseURL, WebURL: b.WebURL, Project: b.Project, Email: email,
+		IssueType: b.IssueType, Statuses: statuses, CancelledResolutions: b.CancelledResolutions,
+		SearchLag: b.SearchLag.Duration, Namespace: b.Namespace,
+	}
+}
+
+// isEmail reports whether s is a bare email address (name@example.com, no
+// display name or angle brackets).
+func isEmail(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Name == "" && a.Address == s
 }
 
 func known(kind string) bool {

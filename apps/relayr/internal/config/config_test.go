@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
+	"github.com/relayr-go/relayr/core/tracker"
 )
 
 const good = `
@@ -168,14 +169,14 @@ func TestRefusals(t *testing.T) {
 			return strings.Replace(s, "tenant = \"acme\"\nworkspace = \"ops\"\ntracker", "tenant = \"nobody\"\nworkspace = \"ops\"\ntracker", 1)
 		}, `tenant "nobody" is not configured`},
 		{"AnUnknownTracker", func(s string) string {
-			return strings.Replace(s, `tracker = "plane"`, `tracker = "jira"`, 1)
-		}, `tracker "jira" is not plane, vikunja, gitea or github`},
+			return strings.Replace(s, `tracker = "plane"`, `tracker = "redmine"`, 1)
+		}, `tracker "redmine" is not plane, vikunja, gitea, github or jira`},
 		{"NoCredentialsForTheBindingsTracker", func(s string) string {
 			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
 		}, `tenant "acme" has no credentials for plane`},
 		{"ATrackerLimitOfAnUnknownKind", func(s string) string {
-			return s + "\n[tracker_limits.jira]\nper_hour = 10\n"
-		}, `tracker_limits: tracker "jira" is not plane, vikunja, gitea or github`},
+			return s + "\n[tracker_limits.redmine]\nper_hour = 10\n"
+		}, `tracker_limits: tracker "redmine" is not plane, vikunja, gitea, github or jira`},
 		{"ANegativeTrackerLimit", func(s string) string {
 			return s + "\n[tracker_limits.github]\nper_hour = -1\n"
 		}, "tracker_limits.github: limits are counts, not below 0"},
@@ -436,5 +437,121 @@ func TestWriteHoldIsReadOnVikunjaBindings(t *testing.T) {
 		if got := cfg.Bindings[1].WriteHold.Hold; got != c.want {
 			t.Fatalf("%s: write_hold %v, want %v", c.value, got, c.want)
 		}
+	}
+}
+
+// withJira adds acme's Jira credentials and a Jira binding of workspace
+// "support", with extra lines of its own ("project = ..." among them).
+func withJira(s, extra string) string {
+	s = strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.jira]\nemail = \"relayr@acme.example\"\nkey = {env = \"ACME_JIRA_TOKEN\"}\nwebhook_secret = {env = \"ACME_JIRA_HOOK\"}\n[tenants.trackers.plane]", 1)
+	i := strings.Index(s, "[[subscriptions]]")
+	return s[:i] + "\n[[bindings]]\ntenant = \"acme\"\nworkspace = \"support\"\ntracker = \"jira\"\nbase_url = \"https://acme.atlassian.net\"\n" + extra + "\n" + s[i:]
+}
+
+func TestAJiraBindingLoadsWithItsKeys(t *testing.T) {
+	cfg, err := config.Parse([]byte(withJira(good, `project = "OPS"
+issue_type = "Bug"
+cancelled_resolutions = ["Won't Do", "Duplicate"]
+search_lag = "45s"
+[bindings.statuses]
+todo = "Selected for Development"
+cancelled = "Closed"
+`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Bindings[1]
+	if b.Tracker != "jira" || b.Project != "OPS" || cfg.Tenants[0].Trackers["jira"].Email != "relayr@acme.example" {
+		t.Fatalf("binding %+v, tenant %+v", b, cfg.Tenants[0])
+	}
+	jc := b.Jira(cfg.Tenants[0].Trackers["jira"].Email)
+	if jc.BaseURL != "https://acme.atlassian.net" || jc.Project != "OPS" || jc.Email != "relayr@acme.example" || jc.IssueType != "Bug" ||
+		jc.SearchLag != 45*time.Second || len(jc.CancelledResolutions) != 2 ||
+		jc.Statuses[tracker.Todo] != "Selected for Development" || jc.Statuses[tracker.Cancelled] != "Closed" || len(jc.Statuses) != 2 {
+		t.Fatalf("driver configuration %+v", jc)
+	}
+}
+
+func TestAJiraBindingLeavesTheDriversDefaults(t *testing.T) {
+	cfg, err := config.Parse([]byte(withJira(good, `project = "OPS"`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc := cfg.Bindings[1].Jira("")
+	// The driver fills them in (jira.NewConnector): Task, its
+	// resolutions, 30 s; no email is an OAuth bearer token.
+	if jc.IssueType != "" || jc.Statuses != nil || jc.CancelledResolutions != nil || jc.SearchLag != 0 || jc.Email != "" {
+		t.Fatalf("driver configuration %+v", jc)
+	}
+	// [] names no resolution at all, which is not the defaults.
+	cfg, err = config.Parse([]byte(withJira(good, "project = \"OPS\"\ncancelled_resolutions = []")), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := cfg.Bindings[1].Jira("").CancelledResolutions; rs == nil || len(rs) != 0 {
+		t.Fatalf("cancelled_resolutions = [] reads as %#v, want an empty list", rs)
+	}
+	// Atlassian's gateway with the site beside it, and no email.
+	gw := strings.Replace(withJira(good, "project = \"OPS\"\nweb_url = \"https://acme.atlassian.net\""),
+		`base_url = "https://acme.atlassian.net"`, `base_url = "https://api.atlassian.com/ex/jira/11223344-a1b2-c3d4-e5f6-aabbccddeeff"`, 1)
+	gw = strings.Replace(gw, "email = \"relayr@acme.example\"\n", "", 1)
+	if _, err := config.Parse([]byte(gw), "relayr.toml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJiraRefusals(t *testing.T) {
+	const project = "project = \"OPS\"\n"
+	for _, c := range []struct {
+		name string
+		cfg  string
+		want string
+	}{
+		{"NoProject", withJira(good, ""), `bindings[1] (acme/support): names no project`},
+		{"AProjectThatIsNoKey", withJira(good, `project = "OPS-12"`),
+			`bindings[1] (acme/support): project: "OPS-12" is no project key (letters, digits and _, starting with a letter)`},
+		{"TheGatewayWithoutTheSite", strings.Replace(withJira(good, project), `base_url = "https://acme.atlassian.net"`, `base_url = "https://api.atlassian.com/ex/jira/abc"`, 1),
+			`bindings[1] (acme/support): web_url: the gateway base URL "https://api.atlassian.com/ex/jira/abc" is no site a person opens: name the site (https://<site>.atlassian.net)`},
+		{"AnUnknownState", withJira(good, project+"[bindings.statuses]\nopen = \"To Do\""),
+			`bindings[1] (acme/support): statuses: "open" is not backlog, todo, started, done or cancelled`},
+		{"ABlankStatus", withJira(good, project+"[bindings.statuses]\ntodo = \" \""),
+			`bindings[1] (acme/support): statuses.todo is blank: name a status of the issue type's workflow`},
+		{"ABlankIssueType", withJira(good, project+`issue_type = "  "`),
+			`bindings[1] (acme/support): issue_type "  " is blank: name an issue type of the project, or leave it out for Task`},
+		{"ABlankResolution", withJira(good, project+`cancelled_resolutions = ["Won't Do", ""]`),
+			`bindings[1] (acme/support): cancelled_resolutions[1] is blank: name a resolution`},
+		{"ANegativeSearchLag", withJira(good, project+`search_lag = "-5s"`), `bindings.search_lag: "-5s" must be more than zero`},
+		{"AZeroSearchLag", withJira(good, project+`search_lag = "0s"`), `bindings.search_lag: "0s" must be more than zero`},
+		{"ASearchLagThatIsNoDuration", withJira(good, project+`search_lag = "soon"`), `bindings.search_lag: "soon" is not a duration such as 30s or 2m`},
+		{"AnEmailThatIsNoAddress", strings.Replace(withJira(good, project), `email = "relayr@acme.example"`, `email = "Relayr <relayr@acme.example>"`, 1),
+			`tenant "acme": trackers.jira.email "Relayr <relayr@acme.example>" is not an email address such as bot@example.com`},
+		{"AnEmailForPlane", strings.Replace(good, `key = {env = "ACME_PLANE_KEY"}`, "key = {env = \"ACME_PLANE_KEY\"}\nemail = \"bot@acme.example\"", 1),
+			`tenant "acme": trackers.plane.email is for jira`},
+		{"NoJiraCredentials", strings.Replace(withJira(good, project), "[tenants.trackers.jira]", "[tenants.trackers.gitea]", 1),
+			`bindings[1] (acme/support): tenant "acme" has no credentials for jira`},
+		{"ALoginOnJira", withJira(good, project+`login = "relayr[bot]"`), `login is for github`},
+		{"IssueTypeOnPlane", strings.Replace(good, `tracker = "plane"`, "tracker = \"plane\"\nissue_type = \"Task\"", 1),
+			`bindings[0] (acme/ops): issue_type is for jira`},
+		{"StatusesOnPlane", strings.Replace(good, "[bindings.defaults]", "[bindings.statuses]\ntodo = \"To Do\"\n[bindings.defaults]", 1),
+			`bindings[0] (acme/ops): statuses is for jira`},
+		{"CancelledResolutionsOnPlane", strings.Replace(good, `tracker = "plane"`, "tracker = \"plane\"\ncancelled_resolutions = [\"Won't Do\"]", 1),
+			`bindings[0] (acme/ops): cancelled_resolutions is for jira`},
+		{"SearchLagOnPlane", strings.Replace(good, `tracker = "plane"`, "tracker = \"plane\"\nsearch_lag = \"30s\"", 1),
+			`bindings[0] (acme/ops): search_lag is for jira`},
+		{"AnUnknownKeyInTheJiraTable", strings.Replace(withJira(good, project), `email = "relayr@acme.example"`, `site = "acme"`, 1),
+			`unknown key "tenants.trackers.jira.site"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(c.cfg), "relayr.toml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("%v does not match ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
 	}
 }

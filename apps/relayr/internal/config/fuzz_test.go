@@ -100,6 +100,10 @@ func FuzzParse(f *testing.F) {
 		"since = 1979-05-27T07:32:00-08:00\n",
 		"[[bindings]]\ntenant = \"acme\"\nbase_url = \"https://u:p@x\"\n",
 		"[[bindings]]\nbase_url = \"http://[::1]:80\"\nallow_insecure_http = \"yes\"\n",
+		"[[tenants]]\nname = \"acme\"\ntoken = {env = \"T\"}\n[tenants.trackers.jira]\nemail = \"bot@acme.example\"\nkey = {env = \"K\"}\n" +
+			"[[bindings]]\ntenant = \"acme\"\nworkspace = \"ops\"\ntracker = \"jira\"\nbase_url = \"https://api.atlassian.com/ex/jira/c1\"\n" +
+			"web_url = \"https://acme.atlassian.net\"\nproject = \"OPS\"\nissue_type = \"Bug\"\nsearch_lag = \"45s\"\ncancelled_resolutions = []\n" +
+			"[bindings.statuses]\ntodo = \"Selected for Development\"\n",
 	} {
 		f.Add([]byte(s))
 	}
