@@ -285,3 +285,40 @@ func TestStatesReadOffCategoryNameAndResolution(t *testing.T) {
 		t.Errorf("configured cancelled goes to %v %v", s, ok)
 	}
 }
+
+func TestAnEndpointsBurstIsPacedWithinItsBucket(t *testing.T) {
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	p := newPacer(func() time.Time { return now }, func(_ context.Context, d time.Duration) error { now = now.Add(d); return nil })
+	start := now
+	var sent []time.Time
+	for range 450 {
+		if err := p.enter(context.Background(), "POST /rest/api/3/search/jql", "", false); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, now)
+	}
+	// A second's worth at once, then 100 a second (less the margin): no
+	// second holds more than the bucket and what it refills.
+	for i := range sent {
+		n := 0
+		for j := i; j >= 0 && sent[j].After(sent[i].Add(-time.Second)); j-- {
+			n++
+		}
+		if n > 201 {
+			t.Fatalf("request %d: %d within a second", i, n)
+		}
+	}
+	if took := now.Sub(start); took < 3*time.Second || took > 5*time.Second {
+		t.Fatalf("450 searches took %s, want about 4 s at 90 a second after a bucket of 90", took)
+	}
+	// Another endpoint has its own bucket.
+	before := now
+	for range 90 {
+		if err := p.enter(context.Background(), "GET /rest/api/3/issue/{issueIdOrKey}", "1", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if now != before {
+		t.Fatalf("90 reads of issues waited %s: their bucket is their own", now.Sub(before))
+	}
+}

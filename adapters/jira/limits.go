@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,13 +29,45 @@ const (
 	reasonBurst    = "jira-burst-based"
 )
 
+// Jira's burst limits: a token bucket per endpoint and method, "GET 100,
+// POST 100, PUT 50, DELETE 50" requests a second by default, answered 429
+// with RateLimit-Reason jira-burst-based (docs rate-limiting;
+// docs/trackers/jira.md §2). A few endpoints take more (GET of an issue
+// 150); the driver holds every endpoint to its method's default, which no
+// site's configuration goes below. A bucket holds a second's worth.
+var burstRates = map[string]float64{
+	http.MethodGet: 100, http.MethodPost: 100, http.MethodPut: 50, http.MethodDelete: 50,
+}
+
+// burstMargin is the share of Jira's burst rate relayr sends at: Jira
+// counts a request when it arrives, relayr when it leaves, and requests
+// overtake one another on their way; a tenth kept back absorbs that.
+const burstMargin = 0.9
+
+// burstRate is the requests a second relayr sends on route.
+func burstRate(route string) float64 {
+	method, _, _ := strings.Cut(route, " ")
+	r, ok := burstRates[method]
+	if !ok {
+		r = 50
+	}
+	return r * burstMargin
+}
+
+// bucket is one endpoint's tokens as last counted.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
 type window struct {
 	span  time.Duration
 	limit int
 }
 
-// pacer keeps Jira's limits unsent: each issue's writes within its
-// windows, waiting for room where the caller's deadline allows, and what
+// pacer keeps Jira's limits unsent: each endpoint's requests within its
+// burst bucket and each issue's writes within its windows, waiting for
+// room where the caller's deadline allows, and what
 // a 429 said held for as long as its Retry-After, for what its
 // RateLimit-Reason names (one issue, one endpoint, or everything). It is
 // the Connector's, shared by every workspace on the site.
@@ -42,13 +75,14 @@ type pacer struct {
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 
-	mu     sync.Mutex
-	writes map[string][]time.Time // issue id → its writes within the longest window, oldest first
-	held   map[string]time.Time   // "issue:<id>", "route:<method path>" or "all" → held until
+	mu      sync.Mutex
+	writes  map[string][]time.Time // issue id → its writes within the longest window, oldest first
+	held    map[string]time.Time   // "issue:<id>", "route:<method path>" or "all" → held until
+	buckets map[string]*bucket     // route → its burst bucket
 }
 
 func newPacer(now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
-	return &pacer{now: now, sleep: sleep, writes: map[string][]time.Time{}, held: map[string]time.Time{}}
+	return &pacer{now: now, sleep: sleep, writes: map[string][]time.Time{}, held: map[string]time.Time{}, buckets: map[string]*bucket{}}
 }
 
 // enter waits until a request on route (and, for a write, on issue) is
@@ -94,8 +128,18 @@ func (p *pacer) reserve(route, issue string, write bool) time.Duration {
 			}
 		}
 	}
-	if !write || issue == "" {
+	if wait > 0 {
 		return wait
+	}
+	b := p.bucket(route, now)
+	if b.tokens < 1 {
+		// Rounded up, never to nothing: a wait of none would admit the
+		// request without its token.
+		return max(time.Duration(math.Ceil((1-b.tokens)/burstRate(route)*float64(time.Second))), time.Nanosecond)
+	}
+	if !write || issue == "" {
+		b.tokens--
+		return 0
 	}
 	ts := p.writes[issue]
 	for len(ts) > 0 && !ts[0].After(now.Add(-issueWindows[len(issueWindows)-1].span)) {
@@ -114,11 +158,27 @@ func (p *pacer) reserve(route, issue string, write bool) time.Duration {
 		p.writes[issue] = ts
 		return wait
 	}
+	b.tokens--
 	p.writes[issue] = append(ts, now)
 	if len(p.writes) > 4096 {
 		p.prune(now)
 	}
 	return 0
+}
+
+// bucket is route's burst bucket, refilled to now; p.mu is held.
+func (p *pacer) bucket(route string, now time.Time) *bucket {
+	rate := burstRate(route)
+	b, ok := p.buckets[route]
+	if !ok {
+		b = &bucket{tokens: rate, at: now}
+		p.buckets[route] = b
+	}
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(rate, b.tokens+d.Seconds()*rate)
+		b.at = now
+	}
+	return b
 }
 
 // prune forgets issues written to no later than the longest window ago;

@@ -466,10 +466,10 @@ func (r results) natsRows() []row {
 func (r results) jiraRows() []row {
 	var rows []row
 	for _, m := range []struct{ metric, label string }{
-		{"requests/filing", "Tracker requests per filing, Jira"},
-		{"requests/change", "Tracker requests per change of a field, Jira"},
-		{"requests/state-change", "Tracker requests per change of state (a transition), Jira"},
-		{"requests/idle-poll", "Tracker requests per idle poll, Jira"},
+		{"requests/filing", "Jira's driver alone: requests per filing (a create, a read)"},
+		{"requests/change", "Jira's driver alone: requests per edit of a field (a read, a PUT, a read)"},
+		{"requests/state-change", "Jira's driver alone: requests per change of state (with the transitions read and taken)"},
+		{"requests/idle-poll", "Jira's driver alone: requests per idle poll"},
 	} {
 		if v, ok := r.get("JiraRequests", m.metric); ok {
 			rows = append(rows, row{m.label, num(v), "–", "–"})

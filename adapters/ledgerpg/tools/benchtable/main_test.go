@@ -172,8 +172,8 @@ func TestTableShowsJirasRequestsAndItsBurst(t *testing.T) {
 	}
 	got := table(res)
 	for _, want := range []string{
-		"| Tracker requests per filing, Jira | 2.00 | – | – |",
-		"| Tracker requests per change of state (a transition), Jira | 4.00 | – | – |",
+		"| Jira's driver alone: requests per filing (a create, a read) | 2.00 | – | – |",
+		"| Jira's driver alone: requests per change of state (with the transitions read and taken) | 4.00 | – | – |",
 		"| A rule's 60 edits of one issue (120 writes), Jira | 0 answers over a limit, paced over 30.00 s |",
 	} {
 		if !strings.Contains(got, want) {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,6 +76,36 @@ var emulations = []struct {
 	{"Vikunja", func(now func() time.Time) emulation { return newVikunja(now) }, false},
 	{"Gitea", func(now func() time.Time) emulation { return newGitea(now) }, false},
 	{"GitHub", func(now func() time.Time) emulation { return newGitHub(now) }, true},
+	// Jira answers creates past 100 a second (its burst limit on POST
+	// /rest/api/3/issue) 429, relayr's and a direct adapter's alike, each
+	// waiting out its Retry-After: its filings figures run at that limit.
+	{"Jira", func(now func() time.Time) emulation { return newJira(now) }, false},
+}
+
+// accounted is an emulation whose tracker's key goes with the account it
+// belongs to (Jira's API token with its email): the tenant's
+// [tenants.trackers.<kind>] email, beside the key.
+type accounted interface{ Email() string }
+
+// delivering is an emulation that sends its webhook deliveries on a
+// client of its own, whose idle connections a service closes before it
+// stops: see service.close.
+type delivering interface{ CloseIdleConnections() }
+
+// validated is an emulation that holds every exchange to the tracker's
+// published description of its API (Jira's): a service over it fails
+// its figure or test on any that doesn't fit.
+type validated interface{ Violations() []string }
+
+// trackerTable is the tenant's [tenants.trackers.<kind>] table for the
+// emulation's tracker as the connector reads it (its key is a secret,
+// read when a follower connects): the account's email where the key goes
+// with one.
+func trackerTable(emu emulation) config.TrackerCredentials {
+	if a, ok := emu.(accounted); ok {
+		return config.TrackerCredentials{Email: a.Email()}
+	}
+	return config.TrackerCredentials{}
 }
 
 // counting is an emulation that counts its items by title itself, for a
@@ -249,7 +280,7 @@ func forward(c *http.Client, url string, h http.Header, body []byte) {
 func direct(tb testing.TB, emu emulation) *tracker.Tracker {
 	tb.Helper()
 	b := emu.Binding()
-	conn, err := app.Connector(b, config.Timings{}, loopback())
+	conn, err := app.Connector(b, trackerTable(emu), config.Timings{}, loopback())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -286,15 +317,17 @@ type serviceOptions struct {
 func startService(tb testing.TB, emu emulation, o serviceOptions) *service {
 	tb.Helper()
 	dir := tb.TempDir()
+	kind := emu.Binding().Tracker
 	c := &config.Config{
-		Holder:   "figures",
-		Ledger:   config.Ledger{Driver: "sqlite", Path: filepath.Join(dir, "relayr.db")},
-		Timings:  o.timings,
-		Tenants:  []config.Tenant{{Name: tenant}},
+		Holder:  "figures",
+		Ledger:  config.Ledger{Driver: "sqlite", Path: filepath.Join(dir, "relayr.db")},
+		Timings: o.timings,
+		Tenants: []config.Tenant{{Name: tenant, Trackers: map[string]config.TrackerCredentials{
+			kind: trackerTable(emu),
+		}}},
 		Bindings: []config.Binding{emu.Binding()},
 		Dir:      dir,
 	}
-	kind := emu.Binding().Tracker
 	secrets := &config.Secrets{
 		Tokens:   map[string]string{token: tenant},
 		Trackers: tracker.StaticCredentials{tenant + "/" + kind: emu.Credentials()},
@@ -328,6 +361,14 @@ func startService(tb testing.TB, emu emulation, o serviceOptions) *service {
 }
 
 func (s *service) close(tb testing.TB) {
+	// A client's idle connections go first: one dialled in a race for a
+	// request another connection took never sent one, and the server's
+	// shutdown waits for such fresh connections (seconds) before it drops
+	// them.
+	s.client.CloseIdleConnections()
+	if d, ok := s.emu.(delivering); ok {
+		d.CloseIdleConnections()
+	}
 	if s.stop != nil {
 		s.stop()
 		if err := <-s.done; err != nil {
@@ -335,6 +376,11 @@ func (s *service) close(tb testing.TB) {
 		}
 	}
 	s.app.Close()
+	if v, ok := s.emu.(validated); ok {
+		if bad := v.Violations(); len(bad) > 0 {
+			tb.Errorf("%s: exchanges outside the API's description:\n%s", s.emu.Name(), strings.Join(bad, "\n"))
+		}
+	}
 	s.emu.Close()
 }
 

@@ -67,13 +67,15 @@ func newFaultProxy(tb testing.TB, target, mode string) *faultProxy {
 }
 
 // creates says whether r files an item: a POST or PUT of a tracker's
-// items (Plane's work-items/, Gitea's and GitHub's issues, Vikunja's tasks).
+// items (Plane's work-items/, Gitea's and GitHub's issues, Vikunja's
+// tasks, Jira's /rest/api/3/issue).
 func creates(r *http.Request) bool {
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
 		return false
 	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
-	return strings.HasSuffix(p, "/work-items") || strings.HasSuffix(p, "/issues") || strings.HasSuffix(p, "/tasks")
+	return strings.HasSuffix(p, "/work-items") || strings.HasSuffix(p, "/issues") || strings.HasSuffix(p, "/tasks") ||
+		strings.HasSuffix(p, "/rest/api/3/issue")
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +116,10 @@ func (p proxied) Binding() config.Binding {
 	b.BaseURL = p.proxy.srv.URL + strings.TrimPrefix(b.BaseURL, originOf(b.BaseURL))
 	return b
 }
+
+// Email implements accounted: the proxied tracker's account, where its
+// key goes with one.
+func (p proxied) Email() string { return trackerTable(p.emulation).Email }
 
 func originOf(raw string) string {
 	u, err := url.Parse(raw)
