@@ -1,18 +1,14 @@
 package app_test
 
 import (
-	"bytes"
-	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,44 +17,41 @@ import (
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/fixtures/jiraemu"
 )
 
-// jiraSite answers what a Jira binding reads as it connects (/myself,
-// project OPS and its statuses) and an empty search, to the Authorization
-// it is given only, and remembers the Authorization it was sent.
+// jiraSite is Jira's emulation of a site with project OPS, the account
+// bot@acme.example and its API token, behind a listener that remembers the
+// Authorization each request carried.
 type jiraSite struct {
-	auth string
+	e     *jiraemu.Emulator
+	srv   *httptest.Server
+	token string
 
 	mu   sync.Mutex
 	sent []string
 }
 
-func (j *jiraSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	j.mu.Lock()
-	j.sent = append(j.sent, r.Header.Get("Authorization"))
-	j.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	if r.Header.Get("Authorization") != j.auth {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = fmt.Fprint(w, `{"errorMessages":["You are not authenticated."],"errors":{}}`)
-		return
-	}
-	switch r.Method + " " + r.URL.Path {
-	case "GET /rest/api/3/myself":
-		_, _ = fmt.Fprint(w, `{"accountId":"5b10ac8d82e05b22cc7d4ef5","timeZone":"UTC"}`)
-	case "GET /rest/api/3/project/OPS":
-		_, _ = fmt.Fprint(w, `{"id":"10000","key":"OPS","name":"Operations"}`)
-	case "GET /rest/api/3/project/OPS/statuses":
-		_, _ = fmt.Fprint(w, `[{"id":"10001","name":"Task","statuses":[`+
-			`{"id":"1","name":"To Do","statusCategory":{"key":"new"}},`+
-			`{"id":"3","name":"In Progress","statusCategory":{"key":"indeterminate"}},`+
-			`{"id":"10002","name":"Done","statusCategory":{"key":"done"}}]}]`)
-	case "POST /rest/api/3/search/jql":
-		_, _ = fmt.Fprint(w, `{"issues":[],"isLast":true}`)
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = fmt.Fprint(w, `{"errorMessages":["no such route here"],"errors":{}}`)
-	}
+func newJiraSite(t *testing.T) *jiraSite {
+	t.Helper()
+	j := &jiraSite{e: jiraemu.New(jiraemu.Options{})}
+	j.e.AddUser("5b10ac8d82e05b22cc7d4ef5", "relayr bot", nil)
+	j.token = j.e.AddToken("bot@acme.example", "5b10ac8d82e05b22cc7d4ef5")
+	j.e.CreateProject("OPS", "Operations", jiraemu.DefaultWorkflow())
+	j.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		j.mu.Lock()
+		j.sent = append(j.sent, r.Header.Get("Authorization"))
+		j.mu.Unlock()
+		j.e.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		j.srv.Close()
+		j.e.Close()
+		if v := j.e.Violations(); len(v) > 0 {
+			t.Errorf("exchanges outside Atlassian's description:\n%s", strings.Join(v, "\n"))
+		}
+	})
+	return j
 }
 
 // jiraApp wires relayr over a Jira site: tenant acme's workspace support
@@ -90,28 +83,28 @@ func jiraApp(t *testing.T, b config.Binding, cr config.TrackerCredentials, creds
 // bearer token when the tenant names no email, and files the binding's
 // issue type through the statuses it names.
 func TestAJiraBindingConnectsAsConfigured(t *testing.T) {
-	const token = "ATATT3xFfGF0-jira-api-token"
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("bot@acme.example:"+token))
 	for _, c := range []struct {
 		name  string
 		b     config.Binding
 		email string
-		auth  string
+		auth  string // "basic" or "bearer"
 		want  string // "" connects; else the error says it
 	}{
-		{"TheAccountsEmailAndToken", config.Binding{Project: "OPS"}, "bot@acme.example", basic, ""},
-		{"AnOAuthBearerToken", config.Binding{Project: "OPS"}, "", "Bearer " + token, ""},
-		{"StatusesOfTheWorkflow", config.Binding{Project: "OPS", Statuses: map[string]string{"todo": "To Do", "started": "In Progress"}}, "bot@acme.example", basic, ""},
-		{"AnIssueTypeTheProjectHasNot", config.Binding{Project: "OPS", IssueType: "Bug"}, "bot@acme.example", basic, `no issue type "Bug" in the project`},
-		{"AStatusNotInTheWorkflow", config.Binding{Project: "OPS", Statuses: map[string]string{"todo": "Selected for Development"}}, "bot@acme.example", basic,
+		{"TheAccountsEmailAndToken", config.Binding{Project: "OPS"}, "bot@acme.example", "basic", ""},
+		{"AnOAuthBearerToken", config.Binding{Project: "OPS"}, "", "bearer", ""},
+		{"StatusesOfTheWorkflow", config.Binding{Project: "OPS", Statuses: map[string]string{"todo": "To Do", "started": "In Progress"}}, "bot@acme.example", "basic", ""},
+		{"AnIssueTypeTheProjectHasNot", config.Binding{Project: "OPS", IssueType: "Epic"}, "bot@acme.example", "basic", `no issue type "Epic" in the project`},
+		{"AStatusNotInTheWorkflow", config.Binding{Project: "OPS", Statuses: map[string]string{"todo": "Selected for Development"}}, "bot@acme.example", "basic",
 			`the todo status "Selected for Development" is not in the Task workflow`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			site := &jiraSite{auth: c.auth}
-			js := httptest.NewServer(site)
-			defer js.Close()
-			c.b.BaseURL = js.URL
-			a := jiraApp(t, c.b, config.TrackerCredentials{Email: c.email}, tracker.Credentials{Token: token})
+			site := newJiraSite(t)
+			auth := "Bearer " + site.token
+			if c.auth == "basic" {
+				auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("bot@acme.example:"+site.token))
+			}
+			c.b.BaseURL = site.srv.URL
+			a := jiraApp(t, c.b, config.TrackerCredentials{Email: c.email}, tracker.Credentials{Token: site.token})
 			b, err := a.Conns.Binding("acme", "support")
 			if err != nil {
 				t.Fatal(err)
@@ -128,21 +121,31 @@ func TestAJiraBindingConnectsAsConfigured(t *testing.T) {
 			case c.want != "" && !errors.Is(err, tracker.ErrRefused):
 				t.Fatalf("%v is not refused", err)
 			}
+			site.mu.Lock()
+			defer site.mu.Unlock()
+			for _, got := range site.sent {
+				if got != auth {
+					t.Fatalf("sent Authorization %q, want %q", got, auth)
+				}
+			}
+			if len(site.sent) == 0 {
+				t.Fatal("nothing was sent")
+			}
 		})
 	}
 }
 
-// TestAJiraDeliveryWakesTheBinding: an admin webhook's delivery, signed
-// X-Hub-Signature: sha256=<hex>, through relayr's webhook route: a good
-// signature of the bound project's issue answers 204; a bad signature, or
-// another project's issue, the one 401.
+// TestAJiraDeliveryWakesTheBinding: Jira's admin webhooks, signed
+// X-Hub-Signature: sha256=<hex>, delivered to relayr's webhook route as
+// the emulation sends them: the bound project's issue created, updated
+// and deleted answers 204; a delivery signed with another secret, or of a
+// project not bound, 401.
 func TestAJiraDeliveryWakesTheBinding(t *testing.T) {
-	const token, secret = "ATATT3xFfGF0-jira-api-token", "jira-webhook-secret"
-	site := &jiraSite{auth: "Basic " + base64.StdEncoding.EncodeToString([]byte("bot@acme.example:"+token))}
-	js := httptest.NewServer(site)
-	defer js.Close()
-	a := jiraApp(t, config.Binding{BaseURL: js.URL, Project: "OPS"}, config.TrackerCredentials{Email: "bot@acme.example"},
-		tracker.Credentials{Token: token, WebhookSecret: secret})
+	const secret = "jira-webhook-secret"
+	site := newJiraSite(t)
+	site.e.CreateProject("WEB", "Website", jiraemu.DefaultWorkflow())
+	a := jiraApp(t, config.Binding{BaseURL: site.srv.URL, Project: "OPS"}, config.TrackerCredentials{Email: "bot@acme.example"},
+		tracker.Credentials{Token: site.token, WebhookSecret: secret})
 	b, err := a.Conns.Binding("acme", "support")
 	if err != nil {
 		t.Fatal(err)
@@ -154,36 +157,43 @@ func TestAJiraDeliveryWakesTheBinding(t *testing.T) {
 	}
 	srv := httptest.NewServer(a.API)
 	defer srv.Close()
-	deliver := func(key, body string) int {
+	route := srv.URL + "/relayr/v1/trackers/acme/jira"
+	events := []string{"jira:issue_created", "jira:issue_updated", "jira:issue_deleted"}
+	answered := func(act func() error) []int {
 		t.Helper()
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write([]byte(body))
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/relayr/v1/trackers/acme/jira", bytes.NewReader([]byte(body)))
-		if err != nil {
+		before := len(site.e.Deliveries())
+		if err := act(); err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(jira.SignatureHeader, "sha256="+hex.EncodeToString(mac.Sum(nil)))
-		res, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
+		var codes []int
+		for _, d := range site.e.Deliveries()[before:] {
+			codes = append(codes, d.Status)
 		}
-		_ = res.Body.Close()
-		return res.StatusCode
+		return codes
 	}
-	updated := `{"webhookEvent":"jira:issue_updated","timestamp":1764846000000,"issue":{"id":"10042","key":"OPS-7","fields":{"project":{"id":"10000","key":"OPS"}}}}`
-	if code := deliver(secret, updated); code != http.StatusNoContent {
-		t.Fatalf("a signed delivery of OPS answered %d, want 204", code)
+	person := site.e.Person("5b10ac8d82e05b22cc7d4ef5")
+	site.e.AddWebhook("relayr", route, secret, events, "project = OPS")
+	var id string
+	if got := answered(func() (err error) { id, err = person.Create("OPS", "A person's issue", ""); return err }); !slices.Equal(got, []int{http.StatusNoContent}) {
+		t.Fatalf("the creation's delivery answered %v, want 204", got)
 	}
-	deleted := `{"webhookEvent":"jira:issue_deleted","timestamp":1764846001000,"issue":{"id":"10042","key":"OPS-7","fields":{"project":{"id":"10000","key":"OPS"}}}}`
-	if code := deliver("not-the-secret", deleted); code != http.StatusUnauthorized {
-		t.Fatalf("a delivery signed with another secret answered %d, want 401", code)
+	if got := answered(func() error { return person.Retitle(id, "Retitled") }); !slices.Equal(got, []int{http.StatusNoContent}) {
+		t.Fatalf("the update's delivery answered %v, want 204", got)
 	}
-	other := `{"webhookEvent":"jira:issue_created","timestamp":1764846002000,"issue":{"id":"20001","key":"WEB-1","fields":{"project":{"id":"10100","key":"WEB"}}}}`
-	if code := deliver(secret, other); code != http.StatusUnauthorized {
-		t.Fatalf("a signed delivery of a project not bound answered %d, want 401", code)
+	site.e.AddWebhook("another secret", route, "not-the-secret", events, "project = OPS")
+	if got := answered(func() error { return person.Retitle(id, "Retitled again") }); !slices.Equal(got, []int{http.StatusNoContent, http.StatusUnauthorized}) {
+		t.Fatalf("deliveries signed with the secret and another answered %v, want 204 and 401", got)
 	}
-	if code := deliver(secret, deleted); code != http.StatusNoContent {
-		t.Fatalf("a signed deletion of OPS answered %d, want 204", code)
+	site.e.AddWebhook("every project", route, secret, events, "project = WEB")
+	if got := answered(func() error { _, err := person.Create("WEB", "Not bound", ""); return err }); !slices.Equal(got, []int{http.StatusUnauthorized}) {
+		t.Fatalf("a delivery of a project not bound answered %v, want 401", got)
+	}
+	if got := answered(func() error {
+		if !site.e.DeleteIssue(id) {
+			return fmt.Errorf("no issue %s", id)
+		}
+		return nil
+	}); len(got) != 2 || got[0] != http.StatusNoContent {
+		t.Fatalf("the deletion's deliveries answered %v, want 204 from the hook of its secret", got)
 	}
 }
