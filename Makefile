@@ -103,7 +103,7 @@ chaos: db
 
 ## relayr: the static binary (no cgo).
 relayr:
-	CGO_ENABLED=0 $(GO) build -o bin/relayr ./apps/relayr
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/relayr ./apps/relayr
 
 ## quickstart: docs/quickstart.md run as written, in a copy of the tree
 ## (Vikunja's emulation on 127.0.0.1:3456, relayr on 127.0.0.1:8080).

@@ -7,8 +7,9 @@
 //	relayr file    -url … -tenant … -workspace … -key … -title …
 //	relayr events  -url … -tenant … -workspace … [-follow]
 //	relayr demo                          the whole loop on loopback
+//	relayr version [-json]               the release, commit and Go it was built from
 //
-// Every command takes -h.
+// Every command takes -h; relayr -version is relayr version.
 package main
 
 import (
@@ -44,6 +45,7 @@ func commands() []command {
 		{"file", "file an item once by key through a running relayr", runFile},
 		{"events", "read or follow a workspace's event feed", runEvents},
 		{"demo", "show the whole loop on loopback, no tracker needed", runDemo},
+		{"version", "print the release, the commit and the Go version it was built from", runVersion},
 	}
 }
 
@@ -61,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "-version" || args[0] == "--version" {
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
