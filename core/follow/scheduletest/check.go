@@ -366,8 +366,11 @@ func (w *world) checkUnread(it *itemLog, points []*point) {
 		if it.key != "" && (it.filed == nil || r.seq < it.filed.seq) {
 			continue // relayr's item whose filing has not left its snapshot: it may show it half made
 		}
-		if it.deleted > 0 && it.deleted > r.seq {
-			continue // deleted while its page was read
+		if it.deleted > 0 {
+			// Deleted while its page was read; or before it, listed by a
+			// search that lags (Jira's lists a deleted issue for its lag):
+			// its removal is what is published.
+			continue
 		}
 		var prev *point
 		for _, p := range points {

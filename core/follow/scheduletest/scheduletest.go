@@ -457,7 +457,7 @@ func (w *world) file() {
 			switch {
 			case err == nil:
 				k.done = true
-				if k.item == "" {
+				if w.refiledLocked(k) {
 					k.item = res.Item.Ref.ID
 				}
 			case writes.CodeOf(err) == writes.CodeDeleted:
@@ -846,7 +846,7 @@ func (h *hooked) Create(ctx context.Context, key string, d tracker.Draft) (track
 		if k := w.keys[key]; k != nil {
 			created := li.last
 			k.created, k.createdSeq = &created, w.seq
-			if k.item == "" {
+			if w.refiledLocked(k) {
 				k.item = it.Ref.ID
 			}
 			if lose {
@@ -1031,6 +1031,20 @@ func (w *world) noteRecorded(key string, values map[string]string) {
 			it.recorded[f] = append(it.recorded[f], recorded{seq: w.seq, value: v})
 		}
 	}
+}
+
+// refiledLocked reports whether an item made or answered under k is the
+// key's item from now on: the key has none yet, or the one it had was
+// deleted before relayr recorded it (a filing whose answer was lost,
+// deleted by the person, and filed again once no look-up found it), so
+// that what relayr records under the key from then on is the new item's.
+// w.mu is held.
+func (w *world) refiledLocked(k *keyLog) bool {
+	if k.item == "" {
+		return true
+	}
+	it := w.items[k.item]
+	return it == nil || it.deleted > 0
 }
 
 // pendingByKey keeps values recorded before the key's item existed; they
