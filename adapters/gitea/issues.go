@@ -143,7 +143,7 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		return tracker.Item{}, err
 	}
 	it := d.item(cur)
-	if p.Labels != nil && !d.writer && !sameSet(*p.Labels, it.Labels) {
+	if p.Labels != nil && !d.writer && !tracker.SameLabels(*p.Labels, it.Labels) {
 		return tracker.Item{}, fmt.Errorf("gitea: the token may not label issues in %s: %w", d.Project(), tracker.ErrRefused)
 	}
 	edit := map[string]any{}
@@ -173,7 +173,7 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		}
 		cur, edited = w, true
 	}
-	if p.Labels != nil && !sameSet(*p.Labels, d.item(cur).Labels) {
+	if p.Labels != nil && !tracker.SameLabels(*p.Labels, d.item(cur).Labels) {
 		if err := d.setLabels(ctx, id, *p.Labels); err != nil {
 			if edited {
 				return tracker.Item{}, trackerhttp.Landed("gitea", "issue #"+id+"'s edit", "its labels", err)
@@ -187,10 +187,6 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		cur = w
 	}
 	return d.item(cur), nil
-}
-
-func sameSet(a, b []string) bool {
-	return len(missingLabels(a, b)) == 0 && len(missingLabels(b, a)) == 0
 }
 
 // setLabels replaces the issue's labels with names (issue_label.go).

@@ -279,7 +279,7 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		}
 		edit["body"] = body
 	}
-	if p.Labels != nil && !sameSet(*p.Labels, it.Labels) {
+	if p.Labels != nil && !tracker.SameLabels(*p.Labels, it.Labels) {
 		if !d.push {
 			return tracker.Item{}, fmt.Errorf("github: the token has no push access to %s to set labels: %w", d.Project(), tracker.ErrRefused)
 		}
@@ -310,18 +310,6 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		return tracker.Item{}, err
 	}
 	return d.item(w, id), nil
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // Comment implements tracker.Driver: the body with the key's marker on

@@ -299,7 +299,7 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		}
 		fields["description"] = doc
 	}
-	if p.Labels != nil && !sameSet(*p.Labels, it.Labels) {
+	if p.Labels != nil && !tracker.SameLabels(*p.Labels, it.Labels) {
 		if err := checkLabels(*p.Labels); err != nil {
 			return tracker.Item{}, err
 		}
@@ -331,13 +331,6 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		return tracker.Item{}, trackerhttp.Landed("jira", "issue "+it.Ref.Name+"'s edit", "reading it back", err)
 	}
 	return got, nil
-}
-
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
 // SameDescription implements tracker.DescriptionComparer: Jira may

@@ -142,11 +142,16 @@ func parsePage(p string) (tracker.Cursor, bool) {
 // sortItems orders a page by (UpdatedAt, ID), as the port wants: Jira's
 // ORDER BY does, but reconciled issues may join out of place.
 func sortItems(items []tracker.Item) {
-	for i := 1; i < len(items); i++ {
-		for j := i; j > 0 && (tracker.Cursor{UpdatedAt: items[j].UpdatedAt, ID: items[j].Ref.ID}).Before(tracker.Cursor{UpdatedAt: items[j-1].UpdatedAt, ID: items[j-1].Ref.ID}); j-- {
-			items[j], items[j-1] = items[j-1], items[j]
+	slices.SortStableFunc(items, func(a, b tracker.Item) int {
+		x, y := tracker.Cursor{UpdatedAt: a.UpdatedAt, ID: a.Ref.ID}, tracker.Cursor{UpdatedAt: b.UpdatedAt, ID: b.Ref.ID}
+		switch {
+		case x.Before(y):
+			return -1
+		case y.Before(x):
+			return 1
 		}
-	}
+		return 0
+	})
 }
 
 // minute is t as a JQL literal: the start of its minute in the account's

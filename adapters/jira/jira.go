@@ -58,6 +58,7 @@ import (
 	"time"
 	_ "time/tzdata" // the account's zone is read by name (/myself), wherever relayr runs
 
+	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
@@ -222,16 +223,7 @@ func validProjectKey(k string) bool {
 	return true
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.System{}, d) }
 
 // Kind implements tracker.Connector.
 func (c *Connector) Kind() string { return Kind }

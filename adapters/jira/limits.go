@@ -264,7 +264,7 @@ func (d *Driver) read(ctx context.Context, req trackerhttp.Request, issue, what 
 func routeOf(path string) string {
 	parts := strings.Split(path, "/")
 	for i := range parts {
-		if i > 0 && i+1 <= len(parts) && isDigits(parts[i]) {
+		if i > 0 && tracker.PositiveID(parts[i]) {
 			switch parts[i-1] {
 			case "issue":
 				parts[i] = "{issueIdOrKey}"
@@ -274,18 +274,6 @@ func routeOf(path string) string {
 		}
 	}
 	return strings.Join(parts, "/")
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // classify maps what Jira means by its statuses (§1): a 409 is a

@@ -362,6 +362,16 @@ func controlRune(v string, lines bool) (rune, bool) {
 // rule's.
 const MaxLabels = 50
 
+// SameLabels reports whether a and b name the same labels, in any order: a
+// label set is what trackers keep (drivers send a patch's labels only when
+// they differ from the item's).
+func SameLabels(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
 // validateLabels checks each label is a name a tracker can keep, once, and
 // at most MaxLabels of them, before a claim is taken for a write the
 // tracker would refuse.

@@ -201,3 +201,25 @@ func TestTextIsRefusedWhereItIsNotUTF8OrHoldsControlCharacters(t *testing.T) {
 		t.Errorf("a patch's title with NUL: %v", err)
 	}
 }
+
+func TestSameLabelsIsSetEquality(t *testing.T) {
+	for _, c := range []struct {
+		a, b []string
+		want bool
+	}{
+		{nil, []string{}, true},
+		{[]string{"ci", "flaky"}, []string{"flaky", "ci"}, true},
+		{[]string{"ci"}, []string{"ci", "flaky"}, false},
+		{[]string{"ci", "ci"}, []string{"ci"}, true},
+		{[]string{"CI"}, []string{"ci"}, false},
+	} {
+		if got := tracker.SameLabels(c.a, c.b); got != c.want || tracker.SameLabels(c.b, c.a) != c.want {
+			t.Errorf("SameLabels(%q, %q) = %v, want %v both ways", c.a, c.b, got, c.want)
+		}
+	}
+	a := []string{"b", "a"}
+	tracker.SameLabels(a, []string{"a", "b"})
+	if a[0] != "b" {
+		t.Error("SameLabels sorted its caller's slice")
+	}
+}

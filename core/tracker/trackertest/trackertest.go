@@ -200,13 +200,6 @@ func findExact(t *testing.T, h Harness, key keyFn) {
 	}
 }
 
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
-}
-
 func itemReadsBack(t *testing.T, h Harness, key keyFn) {
 	d := tracker.Draft{Title: "Read me back", Description: "A body", State: tracker.Started, Labels: []string{"relayr-a", "relayr-b"}}
 	made := mustCreate(t, h, key("a"), d)
@@ -223,7 +216,7 @@ func itemReadsBack(t *testing.T, h Harness, key keyFn) {
 	if want := h.Tracker.Holds(d.State); got.State != want {
 		t.Errorf("state %q, want %q (Holds(%q))", got.State, want, d.State)
 	}
-	if !sameSet(got.Labels, d.Labels) {
+	if !tracker.SameLabels(got.Labels, d.Labels) {
 		t.Errorf("labels %v, want %v", got.Labels, d.Labels)
 	}
 	if got.UpdatedAt.IsZero() {
@@ -254,7 +247,7 @@ func updateOnlyNamed(t *testing.T, h Harness, key keyFn) {
 	if want := h.Tracker.Holds(tracker.Done); got.State != want {
 		t.Errorf("state %q, want %q", got.State, want)
 	}
-	if !sameSet(got.Labels, d.Labels) {
+	if !tracker.SameLabels(got.Labels, d.Labels) {
 		t.Errorf("labels %v, want %v", got.Labels, d.Labels)
 	}
 	if f, err := h.Tracker.Find(ctxOf(t), key("a")); err != nil || f.Ref.ID != made.Ref.ID {
@@ -288,7 +281,7 @@ func updateLabels(t *testing.T, h Harness, key keyFn) {
 	if err != nil {
 		t.Fatalf("Item: %v", err)
 	}
-	if !sameSet(got.Labels, labels) {
+	if !tracker.SameLabels(got.Labels, labels) {
 		t.Errorf("labels %v, want %v", got.Labels, labels)
 	}
 }
