@@ -97,6 +97,9 @@ type Tracker struct {
 	// allComments: the fake lists the project's comments in one read
 	// (WithProjectComments).
 	allComments bool
+	// quiet: a comment leaves an item's updated_at as it is within this
+	// long of its last change (WithQuietTouch).
+	quiet time.Duration
 }
 
 var (
@@ -109,7 +112,7 @@ var (
 // and holds every state; the Vikunja flavour folds the states into todo
 // and done, keeps time to the second and reports deletions by webhook.
 func (t *Tracker) Capabilities() tracker.Capabilities {
-	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond, ProjectComments: t.allComments}
+	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond, ProjectComments: t.allComments, QuietTouch: t.quiet}
 	if t.flavour == LikePlane {
 		c.KeysEnforced = true
 		return c
@@ -142,6 +145,11 @@ func WithClock(c clock.Clock) Option { return func(t *Tracker) { t.clock = c } }
 // in its Capabilities. Without it the followers read comments item by
 // item.
 func WithProjectComments() Option { return func(t *Tracker) { t.allComments = true } }
+
+// WithQuietTouch makes a comment leave its item's updated_at as it is
+// when the item changed less than d ago, as GitLab's throttled touch does
+// (a minute), and says so in the fake's Capabilities (QuietTouch).
+func WithQuietTouch(d time.Duration) Option { return func(t *Tracker) { t.quiet = d } }
 
 // WithProject names the fake's project (default "proj") and identifier
 // (default "FAKE").
@@ -434,7 +442,9 @@ func (t *Tracker) addComment(it *item, key, body, author string) tracker.Comment
 		Author: author, Key: key, CreatedAt: t.now(),
 	}
 	it.comments = append(it.comments, c)
-	it.UpdatedAt = c.CreatedAt
+	if t.quiet <= 0 || c.CreatedAt.Sub(it.UpdatedAt) >= t.quiet {
+		it.UpdatedAt = c.CreatedAt
+	}
 	return c
 }
 
@@ -547,11 +557,14 @@ func (t *Tracker) Nudge(secret string, header http.Header, body []byte) (tracker
 	var b struct {
 		Project string `json:"project"`
 		Deleted string `json:"deleted"`
+		// Event names the event, as GitLab's Idempotency-Key does: a
+		// delivery of the same event is a replay, whatever its body.
+		Event string `json:"event"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil || b.Project == "" {
 		return tracker.Nudged{}, fmt.Errorf("%w: a delivery that names no project", tracker.ErrRefused)
 	}
-	n := tracker.Nudged{Project: b.Project}
+	n := tracker.Nudged{Project: b.Project, Delivery: b.Event}
 	if b.Deleted != "" {
 		n.Deleted = []string{b.Deleted}
 	}

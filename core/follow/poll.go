@@ -353,15 +353,16 @@ func (f *follower) sweepGap() time.Duration {
 // marks what its pages list.
 func (f *follower) readFrom(ctx context.Context, r *reader, pos tracker.Cursor, first, rest access) error {
 	var since time.Time
-	if !pos.UpdatedAt.IsZero() {
-		since = pos.UpdatedAt.Add(-f.fs.opts.Lookback)
-	}
-	r.since = since
 	page, use := "", first
 	for {
 		var pg tracker.Page
 		err := f.request(ctx, use, r.pr, func(ctx context.Context, tr *tracker.Tracker) error {
 			r.with(tr)
+			if page == "" && !pos.UpdatedAt.IsZero() {
+				// The tracker's own quiet span is known once it is had.
+				since = pos.UpdatedAt.Add(-lookback(f.fs.opts.Lookback, tr))
+			}
+			r.since = since
 			// What relayr wrote and the tracker answered before this
 			// request is sent, the page shows, or a later value: the
 			// time is taken as the request goes out (a wait for a
@@ -687,7 +688,7 @@ func (r *reader) item(ctx context.Context, it tracker.Item) (*ledger.SnapshotRow
 	if row != nil {
 		d.correlation, d.values = row.Correlation, row.Values
 	}
-	d.next = snapshot{Item: it, Settled: d.now.Sub(it.UpdatedAt) >= fs.opts.SettleAfter}
+	d.next = snapshot{Item: it, Settled: d.now.Sub(it.UpdatedAt) >= settleAfter(fs.opts.SettleAfter, r.tr)}
 	if snap == nil {
 		d.firstRead()
 	} else {
@@ -815,6 +816,37 @@ func (r *reader) newComments(ctx context.Context, it tracker.Item, snap, tomb *s
 
 // commentsWanted answers whether the item's comments are to be read, and
 // from when: when it moved or is not settled, never while seeding.
+// quietMargin is what a tracker's QuietTouch is widened by where the
+// followers wait it out: room for relayr's clock and the tracker's to
+// differ, and for a list that shows a change late.
+const quietMargin = 30 * time.Second
+
+// settleAfter is how long after an item's last change a read finds it
+// settled on tr: SettleAfter, or, on a tracker where a comment or a
+// label-only edit made soon after a change leaves the item's UpdatedAt as
+// it was (Capabilities.QuietTouch), past that span, so that the item is
+// read again, comments and labels, once the span is over.
+func settleAfter(settle time.Duration, tr *tracker.Tracker) time.Duration {
+	if tr != nil {
+		if q := tr.Capabilities().QuietTouch; q > 0 {
+			settle = max(settle, q+quietMargin)
+		}
+	}
+	return settle
+}
+
+// lookback is how far before its cursor a poll on tr reads: Lookback, and
+// on a tracker with a QuietTouch at least past it, so that an item whose
+// quiet change left its UpdatedAt behind the cursor is listed again.
+func lookback(lb time.Duration, tr *tracker.Tracker) time.Duration {
+	if tr != nil {
+		if q := tr.Capabilities().QuietTouch; q > 0 {
+			lb = max(lb, q+2*quietMargin)
+		}
+	}
+	return lb
+}
+
 func commentsWanted(it tracker.Item, snap, tomb *snapshot, seeding bool) (since time.Time, want bool) {
 	moved := snap == nil || it.UpdatedAt.After(snap.Item.UpdatedAt)
 	// A comment in the same second as the item's last change doesn't move
@@ -872,7 +904,7 @@ func (r *reader) readPageComments(ctx context.Context, items []tracker.Item) err
 	// only items first read, from their creation, are read so.
 	var floor time.Time
 	if !r.since.IsZero() {
-		floor = r.since.Add(-r.f.fs.opts.Lookback)
+		floor = r.since.Add(-lookback(r.f.fs.opts.Lookback, r.tr))
 	}
 	r.known = map[string]snapRead{}
 	pc := &pageComments{since: floor, covered: map[string]bool{}}

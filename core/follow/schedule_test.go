@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/relayr-go/relayr/core/faketracker"
 	"github.com/relayr-go/relayr/core/follow/scheduletest"
@@ -65,6 +66,9 @@ func TestEveryChangeAPersonMakesIsPublishedOnce(t *testing.T) {
 		{"LikeVikunja", faketracker.LikeVikunja, nil},
 		{"LikePlaneSanitizing", faketracker.LikePlane, []faketracker.Option{faketracker.Sanitizing()}},
 		{"LikeGiteaReadingProjectComments", faketracker.LikePlane, []faketracker.Option{faketracker.WithProjectComments()}},
+		// GitLab's throttled touch: a comment within a minute of its
+		// item's last change leaves the item's updated_at.
+		{"LikeGitLabQuietTouch", faketracker.LikePlane, []faketracker.Option{faketracker.WithQuietTouch(time.Minute)}},
 	}
 	for _, fl := range flavours {
 		t.Run(fl.name, func(t *testing.T) {

@@ -99,6 +99,13 @@ type Capabilities struct {
 	// second on Vikunja; a microsecond on Plane): a time read back is
 	// never finer.
 	TimePrecision time.Duration
+	// QuietTouch is how long after an item's last change a comment made
+	// on it, or a change of its labels alone, leaves its UpdatedAt as it
+	// is (GitLab's ThrottledTouch: a minute); zero where every change
+	// moves it. The followers read an item again, for its comments and
+	// its labels, until a read comes well past this after its last
+	// change, and look back at least as far.
+	QuietTouch time.Duration
 	// ValidID reports whether id has the shape of the tracker's item ids;
 	// Tracker answers ErrNotFound for any other without asking. Nil takes
 	// every id that is not empty.
