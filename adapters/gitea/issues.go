@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -93,21 +92,10 @@ func (d *Driver) Create(ctx context.Context, key string, dr tracker.Draft) (trac
 		return tracker.Item{}, trackerhttp.Garbled("gitea", "created issue", err)
 	}
 	it := d.item(w)
-	if missing := missingLabels(dr.Labels, it.Labels); len(missing) > 0 {
+	if missing := tracker.MissingLabels(dr.Labels, it.Labels); len(missing) > 0 {
 		return tracker.Item{}, trackerhttp.Landed("gitea", fmt.Sprintf("issue #%d", w.Number), "Gitea dropped its labels "+fmt.Sprint(missing), errors.New("labels not kept"))
 	}
 	return it, nil
-}
-
-// missingLabels answers the names of want that got does not hold.
-func missingLabels(want, got []string) []string {
-	var out []string
-	for _, n := range want {
-		if !slices.Contains(got, n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Item implements tracker.Driver: one read. A pull request of the same

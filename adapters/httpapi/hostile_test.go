@@ -1030,6 +1030,21 @@ func TestHostileWebhooks(t *testing.T) {
 		}
 	})
 
+	t.Run("ADeliveryOfAnEventTakenBeforeIsAReplayWhateverItsBody", func(t *testing.T) {
+		// GitLab keeps an event's Idempotency-Key across a retry and a
+		// resend (tracker.Nudged.Delivery); the body may differ.
+		w := newWorld(t)
+		if code := signedDelivery(w, `{"project":"proj","event":"e-1","attempt":1}`); code != http.StatusNoContent || w.waker.n.Load() != 2 {
+			t.Fatalf("the first: %d, woken %d", code, w.waker.n.Load())
+		}
+		if code := signedDelivery(w, `{"project":"proj","event":"e-1","attempt":2}`); code != http.StatusNoContent || w.waker.n.Load() != 2 {
+			t.Fatalf("its resend: %d, woken %d, want no one woken again", code, w.waker.n.Load())
+		}
+		if code := signedDelivery(w, `{"project":"proj","event":"e-2","attempt":2}`); code != http.StatusNoContent || w.waker.n.Load() != 4 {
+			t.Fatalf("another event: %d, woken %d, want 4", code, w.waker.n.Load())
+		}
+	})
+
 	t.Run("ADeliveryRefusedIsNoReplayWhenSentAgain", func(t *testing.T) {
 		w := newWorld(t)
 		const body = `{"project":"proj","delivery":3}`

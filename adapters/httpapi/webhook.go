@@ -180,11 +180,15 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 	if !verified {
 		return nudgeRefused
 	}
-	// A delivery taken before is a replay. Neither tracker sends a delivery
+	// A delivery taken before is a replay. Most trackers send no delivery
 	// id a replay keeps (Plane's X-Plane-Delivery is new on every attempt,
 	// Vikunja sends none) and no header is signed, so the delivery is known
-	// by its signed body.
+	// by its signed body; one that names its event (GitLab's
+	// Idempotency-Key, kept by a retry and a resend) is known by that.
 	digest := deliveryDigest(tenant, kind, body)
+	if nudged.Delivery != "" {
+		digest = deliveryDigest(tenant, kind, []byte("delivery:"+nudged.Delivery))
+	}
 	if !a.replays.remember(digest) {
 		return nudgeReplayed
 	}

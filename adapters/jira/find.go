@@ -60,9 +60,9 @@ func (d *Driver) lookup(ctx context.Context, keys []string, since time.Time) (ma
 		return found, nil
 	}
 	now := d.cfg.Now()
-	wait := d.c.absence(d.source, missing, now, d.cfg.SearchLag)
+	wait := d.c.misses.Wait(d.source, missing, now, d.cfg.SearchLag)
 	if wait <= 0 {
-		d.c.forget(d.source, missing)
+		d.c.misses.Forget(d.source, missing)
 		return found, nil
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
@@ -76,7 +76,7 @@ func (d *Driver) lookup(ctx context.Context, keys []string, since time.Time) (ma
 		return nil, err
 	}
 	maps.Copy(found, again)
-	d.c.forget(d.source, missing)
+	d.c.misses.Forget(d.source, missing)
 	return found, nil
 }
 
@@ -163,42 +163,6 @@ func (d *Driver) fetch(ctx context.Context, ids []string) (map[string]tracker.It
 		}
 	}
 	return out, nil
-}
-
-// absence answers how long until the search's lag has passed since each
-// of keys was first found missing (now for one never missing before),
-// noting it.
-func (c *Connector) absence(source tracker.Source, keys []string, now time.Time, lag time.Duration) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.absent) > 10000 {
-		for k, t := range c.absent {
-			if now.Sub(t) > 10*lag {
-				delete(c.absent, k)
-			}
-		}
-	}
-	var wait time.Duration
-	for _, k := range keys {
-		id := source.String() + "\x00" + k
-		first, ok := c.absent[id]
-		if !ok {
-			first = now
-			c.absent[id] = now
-		}
-		wait = max(wait, first.Add(lag).Sub(now))
-	}
-	return wait
-}
-
-// forget drops the keys' first misses: a key found missing twice a lag
-// apart is settled.
-func (c *Connector) forget(source tracker.Source, keys []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, k := range keys {
-		delete(c.absent, source.String()+"\x00"+k)
-	}
 }
 
 // wrote notes that relayr wrote the issue: the reads within the search's

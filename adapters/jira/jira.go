@@ -155,7 +155,7 @@ type Connector struct {
 	pacer *pacer
 
 	mu     sync.Mutex
-	absent map[string]time.Time // source and key → when a look-up first found nothing
+	misses tracker.Misses       // keys a look-up found missing, and when
 	writes map[string]time.Time // issue id → when relayr last wrote it (reconcileIssues)
 }
 
@@ -204,7 +204,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return &Connector{cfg: cfg, base: u, pacer: newPacer(cfg.Now, cfg.Sleep), absent: map[string]time.Time{}, writes: map[string]time.Time{}}, nil
+	return &Connector{cfg: cfg, base: u, pacer: newPacer(cfg.Now, cfg.Sleep), writes: map[string]time.Time{}}, nil
 }
 
 // validProjectKey: Jira's default project key pattern, a letter and then

@@ -213,6 +213,10 @@ type Nudged struct {
 	// Item answering ErrNotFound for it means deleted, not archived; a
 	// tracker that sends no deletions (Plane) names none.
 	Deleted []string
+	// Delivery is the id the tracker gives the event the delivery is of,
+	// kept by its retries and resends (GitLab's Idempotency-Key); "" where
+	// it sends none. A delivery whose id was taken before is a replay.
+	Delivery string
 }
 
 // Credentials is what a tenant's tracker needs: its key (T4) and the secret
@@ -370,6 +374,19 @@ func SameLabels(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// MissingLabels answers the labels of want that got does not hold: what a
+// tracker dropped of those relayr sent (drivers answer a filing that lost
+// some as landed but unavailable, never as a silent drop).
+func MissingLabels(want, got []string) []string {
+	var out []string
+	for _, n := range want {
+		if !slices.Contains(got, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // validateLabels checks each label is a name a tracker can keep, once, and
