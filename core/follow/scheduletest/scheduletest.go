@@ -819,9 +819,12 @@ var errLost = fmt.Errorf("%w: the answer was lost on its way back", tracker.ErrU
 
 func (h *hooked) Find(ctx context.Context, key string) (tracker.Item, error) {
 	w := h.w
+	// Not under the world's lock: a look-up may wait out a tracker's lag
+	// (GitLab's lists, Jira's search), and a goroutine waiting for the
+	// lock meanwhile would stop the bubble's clock.
+	it, err := h.inner.Find(ctx, key)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	it, err := h.inner.Find(ctx, key)
 	if err == nil {
 		if k := w.keys[key]; k != nil {
 			found, terr := w.truth.Item(context.WithoutCancel(ctx), it.Ref.ID)

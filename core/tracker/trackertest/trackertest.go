@@ -50,6 +50,11 @@ type Harness struct {
 	// that sends no deletion webhook (Plane): its Nudge names no deleted
 	// item.
 	Deletion func(itemID, secret string) (http.Header, []byte)
+	// UnsignedBodies: the tracker's deliveries carry the secret itself,
+	// not a signature of their body (GitLab's X-Gitlab-Token without a
+	// signing token), so a tampered body cannot be told from the one
+	// sent: the webhook case checks the secret alone.
+	UnsignedBodies bool
 }
 
 // Run runs every rule of the port against trackers newHarness makes, one
@@ -504,7 +509,7 @@ func nudge(t *testing.T, h Harness, key keyFn) {
 		t.Errorf("Nudge with the wrong secret: %v, want ErrUnauthorized", err)
 	}
 	tampered := append(slices.Clone(body), ' ')
-	if _, err := h.Tracker.Nudge("s3cret", header, tampered); !errors.Is(err, tracker.ErrUnauthorized) {
+	if _, err := h.Tracker.Nudge("s3cret", header, tampered); !h.UnsignedBodies && !errors.Is(err, tracker.ErrUnauthorized) {
 		t.Errorf("Nudge of a tampered body: %v, want ErrUnauthorized", err)
 	}
 	if _, err := h.Tracker.Nudge("s3cret", http.Header{}, body); !errors.Is(err, tracker.ErrUnauthorized) {
