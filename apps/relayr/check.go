@@ -7,9 +7,11 @@ import (
 	"io"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
+	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/follow"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -35,8 +37,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	failed := 0
-	for _, b := range bindings {
-		err := reach(ctx, b.Connector, s.Trackers[b.Tenant+"/"+b.Kind()], b.Source())
+	for i, b := range bindings {
+		// app.Bindings makes the configuration's bindings in its order.
+		err := reach(ctx, b.Connector, s.Trackers[b.Tenant+"/"+b.Kind()], b.Source(), lookupLag(c.Bindings[i]))
 		if err != nil {
 			failed++
 			fmt.Fprintf(stdout, "  %-24s %-8s FAILED: %v\n", b.Name(), b.Kind(), err)
@@ -83,20 +86,23 @@ const neverFiled = "relayr-check/never-filed"
 
 // reach connects with the binding's credentials and asks for a key nobody
 // filed: a tracker that answers "not found" is reachable and takes the key.
-// Jira's search lags behind writes, so its look-up concludes "none" only
-// from two searches the search's lag apart (search_lag, 30 s by default),
-// longer than check waits: there one search of the issues created from
-// this minute on, answered, is reach enough (a shorter lag is waited out,
-// and the look-up is then complete).
-func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credentials, src tracker.Source) error {
+// Where what a look-up reads lags behind writes (lag: Jira's search,
+// search_lag, 30 s by default; GitLab's lists, list_lag, 5 s), the
+// look-up concludes "none" only from two reads the lag apart: there one
+// read of the issues filed from now on, answered, is reach enough, and
+// the look-up is given less than the lag, so that it answers after its
+// first read and check waits the lag out for no binding.
+func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credentials, src tracker.Source, lag time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	tr, err := conn.Connect(ctx, creds, src)
 	if err != nil {
 		return err
 	}
-	if conn.Kind() == jira.Kind {
-		_, _, err = tr.FindKeys(ctx, []string{neverFiled}, time.Now())
+	if lag > 0 {
+		fctx, cancel := context.WithTimeout(ctx, lag)
+		defer cancel()
+		_, _, err = tr.FindKeys(fctx, []string{neverFiled}, time.Now())
 		return err
 	}
 	_, err = tr.Find(ctx, neverFiled)
@@ -107,6 +113,18 @@ func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credential
 		return nil
 	}
 	return err
+}
+
+// lookupLag is how far behind writes what the binding's look-up reads
+// may be (Jira's search, GitLab's lists); zero where it reads current.
+func lookupLag(b config.Binding) time.Duration {
+	switch b.Tracker {
+	case jira.Kind:
+		return b.SearchLag.Or(jira.DefaultSearchLag)
+	case gitlab.Kind:
+		return b.ListLag.Or(gitlab.DefaultListLag)
+	}
+	return 0
 }
 
 // counted says n things, "1 tenant", "2 tenants".

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayr-go/relayr/fixtures/gitlabemu"
 	"github.com/relayr-go/relayr/fixtures/jiraemu"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
@@ -118,5 +119,76 @@ func TestCheckReachesAJiraBinding(t *testing.T) {
 	}
 	if v := e.Violations(); len(v) > 0 {
 		t.Fatalf("exchanges outside Atlassian's description:\n%s", strings.Join(v, "\n"))
+	}
+}
+
+// gitlabConfig is tenant acme bound to project on the GitLab at url, with
+// extra lines in the binding.
+func gitlabConfig(t *testing.T, url, project, extra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "relayr.toml")
+	cfg := fmt.Sprintf(`[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.gitlab]
+key = {env = "ACME_GITLAB_TOKEN"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "support"
+tracker = "gitlab"
+base_url = %q
+project = %q
+%s
+`, url, project, extra)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCheckReachesAGitLabBinding runs `relayr check` against GitLab's
+// emulation with a good token, a bad one, and a project the token cannot
+// see. GitLab's lists may read a replica, so a look-up concludes "none"
+// only from two reads list_lag apart: check takes one read of the bot's
+// issues answered as reach, and does not wait out the lag.
+func TestCheckReachesAGitLabBinding(t *testing.T) {
+	e, gs := gitlabemu.NewServer(gitlabemu.GitLabCom())
+	defer gs.Close()
+	defer e.Close()
+	token := e.AddToken("relayr-bot")
+	e.CreateProject("acme/ops", "relayr-bot")
+	e.CreateProject("someone/private", "someone")
+	t.Setenv("ACME_TOKEN", "check-token-of-acme-0123456789abcdef")
+	path := gitlabConfig(t, gs.URL, "acme/ops", "")
+
+	t.Setenv("ACME_GITLAB_TOKEN", token)
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitOK {
+		t.Fatalf("exit %d with a good token:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "acme/support") || !strings.Contains(out.String(), "gitlab") || !strings.Contains(out.String(), "reachable") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if n := e.Requests("GET /api/v4/projects/{id}/issues"); n != 1 {
+		t.Fatalf("%d reads of the issues, want 1: check waited out the lists' lag", n)
+	}
+
+	t.Setenv("ACME_GITLAB_TOKEN", "glpat-not-the-token-0123456789")
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitFail {
+		t.Fatalf("exit %d with a bad token:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "unauthorized") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+
+	t.Setenv("ACME_GITLAB_TOKEN", token)
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "-config", gitlabConfig(t, gs.URL, "someone/private", "")}, &out, &out); code != exitFail {
+		t.Fatalf("exit %d with a project the token cannot see:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "someone/private") || !strings.Contains(out.String(), "not found") {
+		t.Fatalf("output:\n%s", out.String())
 	}
 }

@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/relayr-go/relayr/adapters/gitea v0.0.0
 	github.com/relayr-go/relayr/adapters/github v0.0.0
+	github.com/relayr-go/relayr/adapters/gitlab v0.0.0
 	github.com/relayr-go/relayr/adapters/httpapi v0.0.0
 	github.com/relayr-go/relayr/adapters/jira v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
@@ -106,6 +107,7 @@ require (
 replace (
 	github.com/relayr-go/relayr/adapters/gitea => ../../adapters/gitea
 	github.com/relayr-go/relayr/adapters/github => ../../adapters/github
+	github.com/relayr-go/relayr/adapters/gitlab => ../../adapters/gitlab
 	github.com/relayr-go/relayr/adapters/httpapi => ../../adapters/httpapi
 	github.com/relayr-go/relayr/adapters/jira => ../../adapters/jira
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg

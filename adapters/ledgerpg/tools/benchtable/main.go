@@ -482,12 +482,37 @@ func (r results) jiraRows() []row {
 	return rows
 }
 
+// gitlabRows are GitLab's driver figures over its emulation on
+// GitLab.com's limits (adapters/gitlab's BenchmarkGitLabRequests, on
+// virtual time): what a filing, a change, an idle poll and a poll after
+// comments on 10 issues cost, and a burst of 300 filings paced within the
+// 200 issues a minute.
+func (r results) gitlabRows() []row {
+	var rows []row
+	for _, m := range []struct{ metric, label string }{
+		{"requests/filing", "GitLab's driver alone: requests per filing (one POST)"},
+		{"requests/change", "GitLab's driver alone: requests per poll that reads one change"},
+		{"requests/idle-poll", "GitLab's driver alone: requests per idle poll"},
+		{"requests/poll-10-commented", "GitLab's driver alone: requests per poll after comments on 10 issues (each issue's notes)"},
+	} {
+		if v, ok := r.get("GitLabRequests", m.metric); ok {
+			rows = append(rows, row{m.label, num(v), "–", "–"})
+		}
+	}
+	if v, ok := r.get("GitLabRequests", "burst-429s"); ok {
+		secs, _ := r.get("GitLabRequests", "burst-s")
+		rows = append(rows, row{"A burst of 300 filings, GitLab.com's limits (virtual time)", fmt.Sprintf("%s answers over a limit, paced over %s s", count(v), num(secs)), "GitLab.com's 200 issues a minute a project and user", "–"})
+	}
+	return rows
+}
+
 func table(r results) string {
 	var rows []row
 	for _, t := range r.trackers() {
 		rows = append(rows, r.trackerRows(t)...)
 	}
 	rows = append(rows, r.jiraRows()...)
+	rows = append(rows, r.gitlabRows()...)
 	rows = append(rows, r.budgetRows()...)
 	rows = append(rows, r.replicaRows()...)
 	rows = append(rows, r.natsRows()...)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/gitea"
 	"github.com/relayr-go/relayr/adapters/github"
+	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/adapters/httpapi/operator"
 	"github.com/relayr-go/relayr/adapters/httpapi/status"
@@ -167,8 +168,15 @@ func Connector(b config.Binding, cr config.TrackerCredentials, t config.Timings,
 		}
 		cfg.Timeout = t.Requests()
 		return jira.NewConnector(cfg)
+	case gitlab.Kind:
+		cfg := b.GitLab()
+		if transport != nil {
+			cfg.Client = &http.Client{Transport: transport}
+		}
+		cfg.Timeout = t.Requests()
+		return gitlab.NewConnector(cfg)
 	}
-	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea, github or jira", b.Tracker)
+	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea, github, jira or gitlab", b.Tracker)
 }
 
 // Bindings makes the configuration's bindings, the bindings of one tracker

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
@@ -147,7 +148,7 @@ type Tenant struct {
 	Name  string `toml:"name"`
 	Token Secret `toml:"token"`
 	// Trackers holds the tenant's key per tracker kind ("plane",
-	// "vikunja", "gitea", "github", "jira").
+	// "vikunja", "gitea", "github", "jira", "gitlab").
 	Trackers map[string]TrackerCredentials `toml:"trackers"`
 }
 
@@ -167,11 +168,13 @@ type TrackerCredentials struct {
 type Binding struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
-	// Tracker is "plane", "vikunja", "gitea", "github" or "jira".
+	// Tracker is "plane", "vikunja", "gitea", "github", "jira" or
+	// "gitlab".
 	Tracker string `toml:"tracker"`
 	// BaseURL is the tracker's API: on Jira the site
 	// (https://<site>.atlassian.net) or Atlassian's gateway
-	// (https://api.atlassian.com/ex/jira/<cloudId>).
+	// (https://api.atlassian.com/ex/jira/<cloudId>); on GitLab the
+	// instance (https://gitlab.com, or a self-managed one's URL).
 	BaseURL string `toml:"base_url"`
 	// WebURL is where a person opens an item, for links (default BaseURL):
 	// Plane's web app, Gitea's ROOT_URL, GitHub's web host, Jira's site
@@ -180,8 +183,9 @@ type Binding struct {
 	// PlaneWorkspace is Plane's workspace slug.
 	PlaneWorkspace string `toml:"plane_workspace"`
 	// Project is Plane's project id, Vikunja's project number,
-	// Gitea's or GitHub's repository ("owner/name") or Jira's project key
-	// ("OPS").
+	// Gitea's or GitHub's repository ("owner/name"), Jira's project key
+	// ("OPS") or GitLab's project, by its numeric id or its path
+	// ("group/sub/project").
 	Project string `toml:"project"`
 	// Identifier is Plane's project identifier ("OPS"), read from Plane
 	// when empty.
@@ -205,6 +209,19 @@ type Binding struct {
 	// write (default jira.DefaultSearchLag, 30s): a look-up concludes no
 	// issue holds a key only from two searches this far apart.
 	SearchLag Duration `toml:"search_lag"`
+	// Labels names, on GitLab, the label each state but done is held by
+	// beside opened and closed, by state ("started" = "status::in
+	// progress"); a state left out keeps gitlab.DefaultLabels'.
+	Labels map[string]string `toml:"labels"`
+	// Limits are, on GitLab, the instance's limits a minute, which the
+	// driver keeps unsent: GitLab.com's where unset or 0, none where
+	// negative (a self-managed instance's are its admin's to set).
+	Limits *GitLabLimits `toml:"limits"`
+	// ListLag bounds, on GitLab, how long its lists take to show a write
+	// (default gitlab.DefaultListLag, 5s): they may read a database
+	// replica, so a look-up concludes no issue holds a key only from two
+	// reads this far apart.
+	ListLag Duration `toml:"list_lag"`
 	// Namespace of the source (default "lattice").
 	Namespace string   `toml:"namespace"`
 	Defaults  Defaults `toml:"defaults"`
@@ -229,6 +246,20 @@ type Binding struct {
 	// writes (vikunja.WithWriteHold). Every binding naming the server must
 	// say the same.
 	WriteHold WriteHold `toml:"write_hold"`
+}
+
+// GitLabLimits are a GitLab binding's [bindings.limits], each a minute:
+// 0 (or unset) takes GitLab.com's (gitlab.GitLabCom), a negative value
+// keeps no limit.
+type GitLabLimits struct {
+	// Requests is the API requests a user sends (GitLab.com: 2,000).
+	Requests int `toml:"requests"`
+	// IssueCreates is the issues a user creates in one project
+	// (GitLab.com: 200; issues_create_limit).
+	IssueCreates int `toml:"issue_creates"`
+	// Notes is the comments a user posts (GitLab.com: 60;
+	// notes_create_limit).
+	Notes int `toml:"notes"`
 }
 
 // WriteHold is a Vikunja binding's write_hold: unset (learned), a
@@ -435,10 +466,10 @@ func decodeProblems(err error) []string {
 }
 
 // Kinds of tracker a binding may name.
-var Kinds = []string{"plane", "vikunja", "gitea", "github", jira.Kind}
+var Kinds = []string{"plane", "vikunja", "gitea", "github", jira.Kind, gitlab.Kind}
 
 // kinds words Kinds as a refusal names them: "plane, vikunja, gitea,
-// github or jira".
+// github, jira or gitlab".
 func kinds() string {
 	return strings.Join(Kinds[:len(Kinds)-1], ", ") + " or " + Kinds[len(Kinds)-1]
 }
@@ -632,6 +663,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 			add("%s: login is for github, whose installation tokens cannot read their own account", where)
 		}
 		checkJira(b, where, add)
+		checkGitLab(b, where, add)
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))
 		}
@@ -828,6 +860,83 @@ func (b Binding) Jira(email string) jira.Config {
 		IssueType: b.IssueType, Statuses: statuses, CancelledResolutions: b.CancelledResolutions,
 		SearchLag: b.SearchLag.Duration, Namespace: b.Namespace,
 	}
+}
+
+// checkGitLab checks a binding's GitLab keys as checkJira does Jira's: on
+// a gitlab binding, each one set, and then the whole as the driver takes
+// it (gitlab.NewConnector, which makes no request); on a binding of
+// another tracker, that none is set.
+func checkGitLab(b Binding, where string, add func(string, ...any)) {
+	if b.Tracker != gitlab.Kind {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"labels", b.Labels != nil}, {"limits", b.Limits != nil}, {"list_lag", b.ListLag.Duration != 0},
+		} {
+			if k.set {
+				add("%s: %s is for gitlab", where, k.key)
+			}
+		}
+		return
+	}
+	bad := false
+	refuse := func(format string, a ...any) {
+		bad = true
+		add("%s: "+format, append([]any{where}, a...)...)
+	}
+	if b.WebURL != "" {
+		// Links are to the page GitLab names for the project.
+		refuse("web_url is not for gitlab: an issue's link is the project's page as GitLab names it")
+	}
+	states := make([]string, 0, len(b.Labels))
+	for s := range b.Labels {
+		states = append(states, s)
+	}
+	sort.Strings(states)
+	for _, s := range states {
+		switch s {
+		case string(tracker.Backlog), string(tracker.Todo), string(tracker.Started), string(tracker.Cancelled):
+			if strings.TrimSpace(b.Labels[s]) == "" {
+				refuse("labels.%s is blank: name a label", s)
+			}
+		case string(tracker.Done):
+			refuse("labels: done is a closed issue without the cancelled label, held by no label of its own")
+		default:
+			refuse("labels: %s is not backlog, todo, started or cancelled", tracker.Quote(s))
+		}
+	}
+	if bad || b.Project == "" || checkURL(b.BaseURL, true) != nil {
+		return // said already
+	}
+	if _, err := gitlab.NewConnector(b.GitLab()); err != nil {
+		var inv *tracker.InvalidError
+		if errors.As(err, &inv) && gitlabKeys[inv.Field] != "" {
+			add("%s: %s: %s", where, gitlabKeys[inv.Field], inv.Reason)
+		} else {
+			add("%s: %v", where, err)
+		}
+	}
+}
+
+// gitlabKeys name the key of each field gitlab.NewConnector refuses.
+var gitlabKeys = map[string]string{
+	"gitlab base URL": "base_url", "gitlab project": "project",
+	"gitlab state labels": "labels", "gitlab list lag": "list_lag", "gitlab limits": "limits",
+}
+
+// GitLab is a gitlab binding's driver configuration; the caller adds the
+// client and the timeout.
+func (b Binding) GitLab() gitlab.Config {
+	cfg := gitlab.Config{BaseURL: b.BaseURL, Project: b.Project, ListLag: b.ListLag.Duration, Namespace: b.Namespace}
+	cfg.Labels = gitlab.StateLabels{
+		Backlog: b.Labels[string(tracker.Backlog)], Todo: b.Labels[string(tracker.Todo)],
+		Started: b.Labels[string(tracker.Started)], Cancelled: b.Labels[string(tracker.Cancelled)],
+	}
+	if l := b.Limits; l != nil {
+		cfg.Limits = gitlab.Limits{Requests: l.Requests, IssueCreates: l.IssueCreates, Notes: l.Notes}
+	}
+	return cfg
 }
 
 // isEmail reports whether s is a bare email address (name@example.com, no

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -170,13 +171,13 @@ func TestRefusals(t *testing.T) {
 		}, `tenant "nobody" is not configured`},
 		{"AnUnknownTracker", func(s string) string {
 			return strings.Replace(s, `tracker = "plane"`, `tracker = "redmine"`, 1)
-		}, `tracker "redmine" is not plane, vikunja, gitea, github or jira`},
+		}, `tracker "redmine" is not plane, vikunja, gitea, github, jira or gitlab`},
 		{"NoCredentialsForTheBindingsTracker", func(s string) string {
 			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
 		}, `tenant "acme" has no credentials for plane`},
 		{"ATrackerLimitOfAnUnknownKind", func(s string) string {
 			return s + "\n[tracker_limits.redmine]\nper_hour = 10\n"
-		}, `tracker_limits: tracker "redmine" is not plane, vikunja, gitea, github or jira`},
+		}, `tracker_limits: tracker "redmine" is not plane, vikunja, gitea, github, jira or gitlab`},
 		{"ANegativeTrackerLimit", func(s string) string {
 			return s + "\n[tracker_limits.github]\nper_hour = -1\n"
 		}, "tracker_limits.github: limits are counts, not below 0"},
@@ -540,6 +541,118 @@ func TestJiraRefusals(t *testing.T) {
 			`bindings[0] (acme/ops): search_lag is for jira`},
 		{"AnUnknownKeyInTheJiraTable", strings.Replace(withJira(good, project), `email = "relayr@acme.example"`, `site = "acme"`, 1),
 			`unknown key "tenants.trackers.jira.site"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(c.cfg), "relayr.toml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("%v does not match ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+}
+
+// withGitLab adds acme's GitLab credentials and a GitLab binding of
+// workspace "support", with extra lines of its own ("project = ..." among
+// them).
+func withGitLab(s, extra string) string {
+	s = strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.gitlab]\nkey = {env = \"ACME_GITLAB_TOKEN\"}\nwebhook_secret = {file = \"/run/secrets/acme-gitlab-hook\"}\n[tenants.trackers.plane]", 1)
+	i := strings.Index(s, "[[subscriptions]]")
+	return s[:i] + "\n[[bindings]]\ntenant = \"acme\"\nworkspace = \"support\"\ntracker = \"gitlab\"\nbase_url = \"https://gitlab.com\"\n" + extra + "\n" + s[i:]
+}
+
+func TestAGitLabBindingLoadsWithItsKeys(t *testing.T) {
+	cfg, err := config.Parse([]byte(withGitLab(good, `project = "acme/platform/ops"
+list_lag = "10s"
+[bindings.labels]
+started = "workflow::doing"
+cancelled = "won't do"
+[bindings.limits]
+requests = 7200
+issue_creates = -1
+`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Bindings[1]
+	if b.Tracker != "gitlab" || b.Project != "acme/platform/ops" || !cfg.Tenants[0].Trackers["gitlab"].Key.Set() || !cfg.Tenants[0].Trackers["gitlab"].WebhookSecret.Set() {
+		t.Fatalf("binding %+v, tenant %+v", b, cfg.Tenants[0])
+	}
+	gc := b.GitLab()
+	if gc.BaseURL != "https://gitlab.com" || gc.Project != "acme/platform/ops" || gc.ListLag != 10*time.Second ||
+		gc.Labels != (gitlab.StateLabels{Started: "workflow::doing", Cancelled: "won't do"}) ||
+		gc.Limits != (gitlab.Limits{Requests: 7200, IssueCreates: -1}) {
+		t.Fatalf("driver configuration %+v", gc)
+	}
+	// A project by its numeric id.
+	if _, err := config.Parse([]byte(withGitLab(good, `project = "278964"`)), "relayr.toml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAGitLabBindingLeavesTheDriversDefaults(t *testing.T) {
+	cfg, err := config.Parse([]byte(withGitLab(good, `project = "acme/ops"`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The driver fills them in (gitlab.NewConnector): the status::
+	// labels, GitLab.com's limits, 5 s.
+	if gc := cfg.Bindings[1].GitLab(); gc.Labels != (gitlab.StateLabels{}) || gc.Limits != (gitlab.Limits{}) || gc.ListLag != 0 {
+		t.Fatalf("driver configuration %+v", gc)
+	}
+	// A self-managed instance over plain http, allowed.
+	sm := strings.Replace(withGitLab(good, "project = \"acme/ops\"\nallow_insecure_http = true"), `base_url = "https://gitlab.com"`, `base_url = "http://gitlab.internal:8080/gitlab"`, 1)
+	if _, err := config.Parse([]byte(sm), "relayr.toml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGitLabRefusals(t *testing.T) {
+	const project = "project = \"acme/ops\"\n"
+	for _, c := range []struct {
+		name string
+		cfg  string
+		want string
+	}{
+		{"NoProject", withGitLab(good, ""), `bindings[1] (acme/support): names no project`},
+		{"AProjectThatIsNeitherIDNorPath", withGitLab(good, `project = "ops"`),
+			`bindings[1] (acme/support): project: "ops" is neither a project id nor a path ("group/project")`},
+		{"NoBaseURL", strings.Replace(withGitLab(good, project), "base_url = \"https://gitlab.com\"\n", "", 1),
+			`bindings[1] (acme/support): base_url: "" is not an http(s) URL`},
+		{"AWebURL", withGitLab(good, project+`web_url = "https://gitlab.com"`),
+			`bindings[1] (acme/support): web_url is not for gitlab`},
+		{"AnUnknownState", withGitLab(good, project+"[bindings.labels]\nopen = \"status::open\""),
+			`bindings[1] (acme/support): labels: "open" is not backlog, todo, started or cancelled`},
+		{"ALabelForDone", withGitLab(good, project+"[bindings.labels]\ndone = \"status::done\""),
+			`bindings[1] (acme/support): labels: done is a closed issue without the cancelled label`},
+		{"ABlankLabel", withGitLab(good, project+"[bindings.labels]\ntodo = \" \""),
+			`bindings[1] (acme/support): labels.todo is blank: name a label`},
+		{"ALabelWithAComma", withGitLab(good, project+"[bindings.labels]\ntodo = \"to,do\""),
+			`bindings[1] (acme/support): labels: label "to,do" holds a comma`},
+		{"OneLabelForTwoStates", withGitLab(good, project+"[bindings.labels]\ntodo = \"status::todo\"\nbacklog = \"status::todo\""),
+			`bindings[1] (acme/support): labels: "status::todo" names two states`},
+		{"AnUnknownLimit", withGitLab(good, project+"[bindings.limits]\nsearches = 10"),
+			`unknown key "bindings.limits.searches"`},
+		{"ANegativeListLag", withGitLab(good, project+`list_lag = "-5s"`), `bindings.list_lag: "-5s" must be more than zero`},
+		{"AListLagThatIsNoDuration", withGitLab(good, project+`list_lag = "soon"`), `bindings.list_lag: "soon" is not a duration such as 30s or 2m`},
+		{"AnEmailForGitLab", strings.Replace(withGitLab(good, project), `key = {env = "ACME_GITLAB_TOKEN"}`, "key = {env = \"ACME_GITLAB_TOKEN\"}\nemail = \"bot@acme.example\"", 1),
+			`tenant "acme": trackers.gitlab.email is for jira`},
+		{"ATokenWrittenInTheFile", strings.Replace(withGitLab(good, project), `key = {env = "ACME_GITLAB_TOKEN"}`, `key = "glpat-0123456789"`, 1),
+			`tenants.trackers.gitlab.key is a secret`},
+		{"NoGitLabCredentials", strings.Replace(withGitLab(good, project), "[tenants.trackers.gitlab]", "[tenants.trackers.gitea]", 1),
+			`bindings[1] (acme/support): tenant "acme" has no credentials for gitlab`},
+		{"AJiraKeyOnGitLab", withGitLab(good, project+`search_lag = "30s"`), `bindings[1] (acme/support): search_lag is for jira`},
+		{"ALoginOnGitLab", withGitLab(good, project+`login = "relayr[bot]"`), `login is for github`},
+		{"LabelsOnPlane", strings.Replace(good, "[bindings.defaults]", "[bindings.labels]\ntodo = \"To Do\"\n[bindings.defaults]", 1),
+			`bindings[0] (acme/ops): labels is for gitlab`},
+		{"LimitsOnPlane", strings.Replace(good, "[bindings.defaults]", "[bindings.limits]\nrequests = 10\n[bindings.defaults]", 1),
+			`bindings[0] (acme/ops): limits is for gitlab`},
+		{"ListLagOnJira", withJira(good, project+`list_lag = "5s"`), `bindings[1] (acme/support): list_lag is for gitlab`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(c.cfg), "relayr.toml")

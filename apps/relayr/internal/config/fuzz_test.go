@@ -104,6 +104,10 @@ func FuzzParse(f *testing.F) {
 			"[[bindings]]\ntenant = \"acme\"\nworkspace = \"ops\"\ntracker = \"jira\"\nbase_url = \"https://api.atlassian.com/ex/jira/c1\"\n" +
 			"web_url = \"https://acme.atlassian.net\"\nproject = \"OPS\"\nissue_type = \"Bug\"\nsearch_lag = \"45s\"\ncancelled_resolutions = []\n" +
 			"[bindings.statuses]\ntodo = \"Selected for Development\"\n",
+		"[[tenants]]\nname = \"acme\"\ntoken = {env = \"T\"}\n[tenants.trackers.gitlab]\nkey = {env = \"K\"}\nwebhook_secret = {env = \"H\"}\n" +
+			"[[bindings]]\ntenant = \"acme\"\nworkspace = \"ops\"\ntracker = \"gitlab\"\nbase_url = \"https://gitlab.com\"\n" +
+			"project = \"acme/platform/ops\"\nlist_lag = \"10s\"\n[bindings.labels]\nstarted = \"workflow::doing\"\n" +
+			"[bindings.limits]\nrequests = 7200\nnotes = -1\n",
 	} {
 		f.Add([]byte(s))
 	}

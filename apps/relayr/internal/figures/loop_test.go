@@ -221,6 +221,9 @@ type change struct {
 	// field and value are an item_changed's field and new value (JSON);
 	// body a comment's, title a created issue's.
 	field, value, body, title string
+	// person is who made it, as the tracker names them (an event's
+	// actor, a comment's author).
+	person string
 	// made is when the person made it; seen how many events of the feed
 	// are it, first the index of the first.
 	made        time.Time
@@ -236,9 +239,9 @@ func (c *change) matches(e eventlog.Event, d follow.Data) bool {
 		// The actor is the person, or unknown where the read that showed
 		// the change showed relayr's own edits too (ADR-0036): never
 		// relayr's account.
-		return d.Field == c.field && string(d.New) == c.value && (d.Actor == jiraPerson || d.Actor == "")
+		return d.Field == c.field && string(d.New) == c.value && (d.Actor == c.person || d.Actor == "")
 	case follow.TypeItemCommented:
-		return d.Comment != nil && d.Comment.Body == c.body && d.Comment.Author == jiraPerson
+		return d.Comment != nil && d.Comment.Body == c.body && d.Comment.Author == c.person
 	case follow.TypeItemCreated:
 		return d.Item.Key == "" && d.Title == c.title
 	case follow.TypeItemRemoved:
@@ -268,8 +271,13 @@ func personsChanges(j *jira, items map[string]string, keys []string) ([]*change,
 		changes = append(changes, &change{what: "the deletion of " + key, act: func() error { return j.PersonDelete(items[key]) },
 			typ: follow.TypeItemRemoved, item: items[key]})
 	}
+	return makeChanges(changes, jiraPerson)
+}
+
+// makeChanges makes each change by the person's hand, in turn.
+func makeChanges(changes []*change, person string) ([]*change, error) {
 	for _, c := range changes {
-		c.made = time.Now()
+		c.person, c.made = person, time.Now()
 		if err := c.act(); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.what, err)
 		}

@@ -67,8 +67,8 @@ func newFaultProxy(tb testing.TB, target, mode string) *faultProxy {
 }
 
 // creates says whether r files an item: a POST or PUT of a tracker's
-// items (Plane's work-items/, Gitea's and GitHub's issues, Vikunja's
-// tasks, Jira's /rest/api/3/issue).
+// items (Plane's work-items/, Gitea's, GitHub's and GitLab's issues,
+// Vikunja's tasks, Jira's /rest/api/3/issue).
 func creates(r *http.Request) bool {
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
 		return false
