@@ -470,6 +470,24 @@ func (s session) find(ctx context.Context, key string) (tracker.Item, error) {
 	return found, err
 }
 
+// gone reports whether the tracker answers the item of id (an
+// *ExistsError's; "" names none) not found: on a tracker whose Item tells
+// deleted from archived (NudgesDeletions), that it was deleted.
+func (s session) gone(ctx context.Context, id string) bool {
+	if id == "" {
+		return false
+	}
+	var deletes bool
+	err := s.call(ctx, func(ctx context.Context, t *tracker.Tracker) error {
+		if deletes = t.Capabilities().NudgesDeletions; !deletes {
+			return nil
+		}
+		_, err := t.Item(ctx, id)
+		return err
+	})
+	return deletes && errors.Is(err, tracker.ErrNotFound)
+}
+
 // guardsKeys asks the binding's tracker whether its create refuses a second
 // item under a key (tracker.Capabilities.KeysEnforced).
 func (s session) guardsKeys(ctx context.Context) bool {
@@ -507,6 +525,16 @@ func (s session) create(ctx, wctx context.Context, k ledger.Key, nonce string, d
 		// external-id lookup, which also finds archived items.
 		found, err := s.find(wctx, k.Key)
 		if err != nil {
+			if errors.Is(err, tracker.ErrNotFound) && s.gone(wctx, exists.ID) {
+				// The tracker holds an id under the key that neither the
+				// key's look-up nor a read of the id finds: the item was
+				// deleted, its id still taken (Linear's trash keeps it 30
+				// days). Filing again would be refused the same way.
+				if merr := s.w.ledger.MarkDeleted(ctx, k); merr != nil {
+					return Result{}, ledgerFailed(merr)
+				}
+				return Result{}, wrap(CodeDeleted, fmt.Errorf("the item filed under %s was deleted", tracker.Quote(k.Key)))
+			}
 			// The tracker holds an item under the key: the claim holds
 			// until a lookup answers.
 			return Result{}, s.holdClaim(err)
