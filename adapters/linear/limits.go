@@ -1,0 +1,124 @@
+package linear
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayr-go/relayr/core/tracker"
+	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
+)
+
+// Linear limits each user in two units an hour, requests and complexity
+// points, refilled at a constant rate, and reports both on every answer
+// (X-RateLimit-Requests-*, X-RateLimit-Complexity-*, and the query's own
+// cost in X-Complexity, §2); its figures differ by source (2,500 or 5,000
+// requests, 250,000 points), so the driver takes what the headers say.
+// The polls (Items, Comments, the team's comments, the sweep's reads)
+// never spend the last writeReserve of either axis: what is left is the
+// writes', so a poll never starves a rule's filings. A RATELIMITED answer
+// holds every request until its reset.
+
+// writeReserve is the share of each axis the polls leave to the writes.
+const writeReserve = 0.1
+
+// axis is what Linear last said of one of its two limits.
+type axis struct {
+	limit, remaining int64
+	reset            time.Time
+	known            bool
+}
+
+// pacer is one key's two budgets, as Linear reports them.
+type pacer struct {
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+
+	mu       sync.Mutex
+	requests axis
+	points   axis
+	cost     int64     // the last poll's X-Complexity, what the next is taken to cost
+	held     time.Time // a RATELIMITED answer's reset
+}
+
+func newPacer(now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
+	return &pacer{now: now, sleep: sleep}
+}
+
+// enter waits, where the caller's deadline allows, until a request of cl
+// is within the budgets; else it answers rate-limited, unsent.
+func (p *pacer) enter(ctx context.Context, cl class) error {
+	for {
+		wait, why := p.room(cl)
+		if wait <= 0 {
+			return nil
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return tracker.NotSent(fmt.Errorf("linear: %s for %s: %w", why, wait.Round(time.Second), tracker.RateLimited(wait)))
+		}
+		if err := p.sleep(ctx, wait); err != nil {
+			return tracker.NotSent(fmt.Errorf("linear: waiting for %s: %w", why, err))
+		}
+	}
+}
+
+// room answers how long a request of cl must wait, and why.
+func (p *pacer) room(cl class) (time.Duration, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if d := p.held.Sub(now); d > 0 {
+		return d, "Linear's rate limit"
+	}
+	if cl != poll {
+		return 0, ""
+	}
+	for _, a := range []struct {
+		ax   *axis
+		need int64
+		name string
+	}{{&p.requests, 1, "the writes' share of Linear's requests"}, {&p.points, max(p.cost, 1), "the writes' share of Linear's complexity points"}} {
+		ax := a.ax
+		if !ax.known || !ax.reset.After(now) {
+			continue
+		}
+		if float64(ax.remaining-a.need) < writeReserve*float64(ax.limit) {
+			return ax.reset.Sub(now), a.name
+		}
+	}
+	return 0, ""
+}
+
+// observe takes in what an answer says of the budgets.
+func (p *pacer) observe(a trackerhttp.Answer) {
+	if a.Header == nil {
+		return
+	}
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	read := func(ax *axis, name string) {
+		lim, err1 := strconv.ParseInt(strings.TrimSpace(a.Header.Get("X-RateLimit-"+name+"-Limit")), 10, 64)
+		rem, err2 := strconv.ParseInt(strings.TrimSpace(a.Header.Get("X-RateLimit-"+name+"-Remaining")), 10, 64)
+		reset, ok := epoch(a.Header.Get("X-RateLimit-" + name + "-Reset"))
+		if err1 == nil && err2 == nil && ok {
+			*ax = axis{limit: lim, remaining: rem, reset: reset, known: true}
+		}
+	}
+	read(&p.requests, "Requests")
+	read(&p.points, "Complexity")
+	if c, err := strconv.ParseInt(strings.TrimSpace(a.Header.Get("X-Complexity")), 10, 64); err == nil && c > 0 {
+		p.cost = c
+	}
+	if a.Status == http.StatusBadRequest || a.Status == http.StatusTooManyRequests {
+		if strings.Contains(string(a.Body), `"RATELIMITED"`) || a.Status == http.StatusTooManyRequests {
+			if until := now.Add(resetWait(a.Header, now)); until.After(p.held) {
+				p.held = until
+			}
+		}
+	}
+}
