@@ -88,13 +88,14 @@ func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid", "the body could not be read", 0)
 		return
 	}
-	switch a.nudge(r, tenant, kind, candidates, body) {
+	outcome, status := a.nudge(r, tenant, kind, candidates, body)
+	switch outcome {
 	case nudgeWoke:
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(status)
 	case nudgeReplayed:
 		a.c.Counters.Add(NudgesReplayed, 1, metrics.Labels{"tenant": tenant, "tracker": kind})
 		a.c.Logger.Debug("webhook replay dropped", "tenant", tenant, "tracker", kind)
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(status)
 	default:
 		a.refuseNudge(w, kind)
 	}
@@ -160,12 +161,14 @@ const (
 	nudgeReplayed
 )
 
-// nudge verifies the delivery and wakes the bindings it names.
-func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.Binding, body []byte) nudgeOutcome {
+// nudge verifies the delivery and wakes the bindings it names, and
+// answers the status the tracker counts a delivery taken by (204, or its
+// Capabilities.DeliveredStatus).
+func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.Binding, body []byte) (nudgeOutcome, int) {
 	// The signature first: with the credentials the followers last asked
 	// for, never asked for on a request.
 	var nudged tracker.Nudged
-	verified := false
+	verified, status := false, http.StatusNoContent
 	for _, b := range candidates {
 		tr, creds, ok := a.c.Connections.Cached(b)
 		if !ok || creds.WebhookSecret == "" {
@@ -174,11 +177,14 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 		n, err := tr.Nudge(creds.WebhookSecret, r.Header, body)
 		if err == nil {
 			nudged, verified = n, true
+			if s := tr.Capabilities().DeliveredStatus; s >= 200 && s < 300 {
+				status = s
+			}
 			break
 		}
 	}
 	if !verified {
-		return nudgeRefused
+		return nudgeRefused, 0
 	}
 	// A delivery taken before is a replay. Most trackers send no delivery
 	// id a replay keeps (Plane's X-Plane-Delivery is new on every attempt,
@@ -190,7 +196,7 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 		digest = deliveryDigest(tenant, kind, []byte("delivery:"+nudged.Delivery))
 	}
 	if !a.replays.remember(digest) {
-		return nudgeReplayed
+		return nudgeReplayed, status
 	}
 	// Only then the switch, for each workspace bound to the project: asked
 	// here once, the Waker asks it no second time.
@@ -211,9 +217,9 @@ func (a *API) nudge(r *http.Request, tenant, kind string, candidates []binding.B
 	if woken == 0 {
 		// Refused: the tracker may send it again, and that is no replay.
 		a.replays.forget(digest)
-		return nudgeRefused
+		return nudgeRefused, 0
 	}
-	return nudgeWoke
+	return nudgeWoke, status
 }
 
 // deliveryDigest names a delivery: its tenant, tracker and body.

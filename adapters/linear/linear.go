@@ -256,6 +256,9 @@ func (d *Driver) Capabilities() tracker.Capabilities {
 		MaxPage:         PageSize,
 		TimePrecision:   time.Millisecond,
 		ValidID:         validID,
+		// "responds with a non-200 HTTP status code" is a failed
+		// delivery, retried after 1 min, 1 h and 6 h (docs webhooks, §9).
+		DeliveredStatus: http.StatusOK,
 	}
 }
 

@@ -106,6 +106,10 @@ type Capabilities struct {
 	// its labels, until a read comes well past this after its last
 	// change, and look back at least as far.
 	QuietTouch time.Duration
+	// DeliveredStatus is the status a webhook delivery is answered with
+	// where the tracker counts only that one as delivered (Linear: any
+	// non-200 is retried); zero answers 204 No Content.
+	DeliveredStatus int
 	// ValidID reports whether id has the shape of the tracker's item ids;
 	// Tracker answers ErrNotFound for any other without asking. Nil takes
 	// every id that is not empty.
