@@ -84,7 +84,7 @@ nats:
 bench: db nats
 	@mkdir -p bin
 	set -o pipefail; $(GO) test -run '^$$' -bench . -skip '^BenchmarkStalledTracker$$' -count 3 -timeout 30m \
-		./core/follow ./core/ledger/memledger ./adapters/httpapi ./adapters/github ./adapters/jira ./adapters/gitlab ./apps/relayr/internal/figures \
+		./core/follow ./core/ledger/memledger ./adapters/httpapi ./adapters/github ./adapters/jira ./adapters/gitlab ./adapters/linear ./apps/relayr/internal/figures \
 		| tee bin/bench.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStalledTracker$$' -benchtime 1x -timeout 30m \
 		./apps/relayr/internal/figures | tee -a bin/bench.txt

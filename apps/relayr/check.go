@@ -91,7 +91,9 @@ const neverFiled = "relayr-check/never-filed"
 // look-up concludes "none" only from two reads the lag apart: there one
 // read of the issues filed from now on, answered, is reach enough, and
 // the look-up is given less than the lag, so that it answers after its
-// first read and check waits the lag out for no binding.
+// first read and check waits the lag out for no binding. Elsewhere the
+// look-up reads current, and its "not found" is reach: on Linear it is
+// one issue(id) read of the id the key derives (the driver's Find).
 func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credentials, src tracker.Source, lag time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -116,7 +118,8 @@ func reach(ctx context.Context, conn tracker.Connector, creds tracker.Credential
 }
 
 // lookupLag is how far behind writes what the binding's look-up reads
-// may be (Jira's search, GitLab's lists); zero where it reads current.
+// may be (Jira's search, GitLab's lists); zero where it reads current
+// (Plane, Vikunja, Gitea, GitHub, Linear).
 func lookupLag(b config.Binding) time.Duration {
 	switch b.Tracker {
 	case jira.Kind:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/relayr-go/relayr/fixtures/gitlabemu"
 	"github.com/relayr-go/relayr/fixtures/jiraemu"
+	"github.com/relayr-go/relayr/fixtures/linearemu"
 	"github.com/relayr-go/relayr/fixtures/planeemu"
 )
 
@@ -189,6 +190,78 @@ func TestCheckReachesAGitLabBinding(t *testing.T) {
 		t.Fatalf("exit %d with a project the token cannot see:\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "someone/private") || !strings.Contains(out.String(), "not found") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+// linearConfig is tenant acme bound to team on the Linear at url (its
+// GraphQL endpoint), with extra lines in the binding.
+func linearConfig(t *testing.T, url, team, extra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "relayr.toml")
+	cfg := fmt.Sprintf(`[[tenants]]
+name = "acme"
+token = {env = "ACME_TOKEN"}
+[tenants.trackers.linear]
+key = {env = "ACME_LINEAR_KEY"}
+
+[[bindings]]
+tenant = "acme"
+workspace = "support"
+tracker = "linear"
+base_url = %q
+team = %q
+%s
+`, url, team, extra)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCheckReachesALinearBinding runs `relayr check` against Linear's
+// emulation with a good key, a bad one, and a team the workspace does not
+// have. Linear's look-up reads current: one issue(id) read of the id a
+// key never filed derives, answered "Entity not found", is reach.
+func TestCheckReachesALinearBinding(t *testing.T) {
+	e, ls := linearemu.NewServer(linearemu.Options{})
+	defer ls.Close()
+	defer e.Close()
+	key := e.AddKey(e.AddUser("relayr bot", false))
+	e.AddTeam("ENG", "Engineering")
+	t.Setenv("ACME_TOKEN", "check-token-of-acme-0123456789abcdef")
+	path := linearConfig(t, ls.URL+"/graphql", "ENG", "")
+
+	t.Setenv("ACME_LINEAR_KEY", key)
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitOK {
+		t.Fatalf("exit %d with a good key:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "acme/support") || !strings.Contains(out.String(), "linear") || !strings.Contains(out.String(), "reachable") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if n := e.Requests("query issue"); n != 1 {
+		t.Fatalf("%d reads of an issue, want the one of the key never filed", n)
+	}
+	if n := e.Requests("query issues") + e.Requests("mutation issueCreate"); n != 0 {
+		t.Fatalf("%d lists or creates: check reads the one id", n)
+	}
+
+	t.Setenv("ACME_LINEAR_KEY", "lin_api_not-the-key-0123456789abcdef")
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "-config", path}, &out, &out); code != exitFail {
+		t.Fatalf("exit %d with a bad key:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "unauthorized") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+
+	t.Setenv("ACME_LINEAR_KEY", key)
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "-config", linearConfig(t, ls.URL+"/graphql", "OPS", "")}, &out, &out); code != exitFail {
+		t.Fatalf("exit %d with a team the workspace does not have:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "OPS") || !strings.Contains(out.String(), "not found") {
 		t.Fatalf("output:\n%s", out.String())
 	}
 }

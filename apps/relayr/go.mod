@@ -15,6 +15,7 @@ require (
 	github.com/relayr-go/relayr/adapters/jira v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
+	github.com/relayr-go/relayr/adapters/linear v0.0.0
 	github.com/relayr-go/relayr/adapters/plane v0.0.0
 	github.com/relayr-go/relayr/adapters/vikunja v0.0.0
 	github.com/relayr-go/relayr/adapters/webhook v0.0.0
@@ -112,6 +113,7 @@ replace (
 	github.com/relayr-go/relayr/adapters/jira => ../../adapters/jira
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite
+	github.com/relayr-go/relayr/adapters/linear => ../../adapters/linear
 	github.com/relayr-go/relayr/adapters/plane => ../../adapters/plane
 	github.com/relayr-go/relayr/adapters/vikunja => ../../adapters/vikunja
 	github.com/relayr-go/relayr/adapters/webhook => ../../adapters/webhook

@@ -506,6 +506,32 @@ func (r results) gitlabRows() []row {
 	return rows
 }
 
+// linearRows are Linear's driver figures over its emulation
+// (adapters/linear's BenchmarkLinearRequests, on virtual time), in both of
+// Linear's units, requests and complexity points: what a filing, a poll
+// that reads one change and an idle poll cost, and the filings an hour one
+// key sustains on Linear's documented limits, a poll every 10 s beside
+// them.
+func (r results) linearRows() []row {
+	var rows []row
+	for _, m := range []struct{ metric, label string }{
+		{"requests/filing", "Linear's driver alone: requests per filing (one request: the issue and its key's attachment)"},
+		{"points/filing", "Linear's driver alone: complexity points per filing"},
+		{"requests/change", "Linear's driver alone: requests per poll that reads one change"},
+		{"points/change", "Linear's driver alone: complexity points per poll that reads one change"},
+		{"requests/idle-poll", "Linear's driver alone: requests per idle poll"},
+		{"points/idle-poll", "Linear's driver alone: complexity points per idle poll"},
+	} {
+		if v, ok := r.get("LinearRequests", m.metric); ok {
+			rows = append(rows, row{m.label, num(v), "–", "–"})
+		}
+	}
+	if v, ok := r.get("LinearRequests", "filings/hour"); ok {
+		rows = append(rows, row{"Filings an hour one key sustains, a poll every 10 s beside them, Linear (virtual time)", num(v), "Linear's 2,500 requests and 250,000 complexity points an hour a user", "–"})
+	}
+	return rows
+}
+
 func table(r results) string {
 	var rows []row
 	for _, t := range r.trackers() {
@@ -513,6 +539,7 @@ func table(r results) string {
 	}
 	rows = append(rows, r.jiraRows()...)
 	rows = append(rows, r.gitlabRows()...)
+	rows = append(rows, r.linearRows()...)
 	rows = append(rows, r.budgetRows()...)
 	rows = append(rows, r.replicaRows()...)
 	rows = append(rows, r.natsRows()...)

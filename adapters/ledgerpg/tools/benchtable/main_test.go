@@ -198,3 +198,22 @@ func TestTableShowsGitLabsRequestsAndItsBurst(t *testing.T) {
 		}
 	}
 }
+
+func TestTableShowsLinearsRequestsPointsAndFilingsAnHour(t *testing.T) {
+	res, err := parse(strings.NewReader("BenchmarkLinearRequests-2   	     170	   7051122 ns/op	      1295 filings/hour	      2174 points/change	       192.0 points/filing	         4.000 points/idle-poll	         4.000 requests/change	         1.000 requests/filing	         1.000 requests/idle-poll\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := table(res)
+	for _, want := range []string{
+		"| Linear's driver alone: requests per filing (one request: the issue and its key's attachment) | 1.00 | – | – |",
+		"| Linear's driver alone: complexity points per filing | 192 | – | – |",
+		"| Linear's driver alone: complexity points per poll that reads one change | 2,174 | – | – |",
+		"| Linear's driver alone: requests per idle poll | 1.00 | – | – |",
+		"| Filings an hour one key sustains, a poll every 10 s beside them, Linear (virtual time) | 1,295 | Linear's 2,500 requests and 250,000 complexity points an hour a user | – |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+}

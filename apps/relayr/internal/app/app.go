@@ -29,6 +29,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/jira"
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
+	"github.com/relayr-go/relayr/adapters/linear"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/adapters/vikunja"
@@ -175,8 +176,15 @@ func Connector(b config.Binding, cr config.TrackerCredentials, t config.Timings,
 		}
 		cfg.Timeout = t.Requests()
 		return gitlab.NewConnector(cfg)
+	case linear.Kind:
+		cfg := b.Linear()
+		if transport != nil {
+			cfg.Client = &http.Client{Transport: transport}
+		}
+		cfg.Timeout = t.Requests()
+		return linear.NewConnector(cfg)
 	}
-	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea, github, jira or gitlab", b.Tracker)
+	return nil, fmt.Errorf("tracker %q is not plane, vikunja, gitea, github, jira, gitlab or linear", b.Tracker)
 }
 
 // Bindings makes the configuration's bindings, the bindings of one tracker

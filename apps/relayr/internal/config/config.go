@@ -22,6 +22,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/adapters/jira"
+	"github.com/relayr-go/relayr/adapters/linear"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
 	"github.com/relayr-go/relayr/core/budget"
@@ -148,7 +149,7 @@ type Tenant struct {
 	Name  string `toml:"name"`
 	Token Secret `toml:"token"`
 	// Trackers holds the tenant's key per tracker kind ("plane",
-	// "vikunja", "gitea", "github", "jira", "gitlab").
+	// "vikunja", "gitea", "github", "jira", "gitlab", "linear").
 	Trackers map[string]TrackerCredentials `toml:"trackers"`
 }
 
@@ -168,13 +169,14 @@ type TrackerCredentials struct {
 type Binding struct {
 	Tenant    string `toml:"tenant"`
 	Workspace string `toml:"workspace"`
-	// Tracker is "plane", "vikunja", "gitea", "github", "jira" or
-	// "gitlab".
+	// Tracker is "plane", "vikunja", "gitea", "github", "jira",
+	// "gitlab" or "linear".
 	Tracker string `toml:"tracker"`
 	// BaseURL is the tracker's API: on Jira the site
 	// (https://<site>.atlassian.net) or Atlassian's gateway
 	// (https://api.atlassian.com/ex/jira/<cloudId>); on GitLab the
-	// instance (https://gitlab.com, or a self-managed one's URL).
+	// instance (https://gitlab.com, or a self-managed one's URL); on
+	// Linear its GraphQL endpoint, linear.DefaultURL when unset.
 	BaseURL string `toml:"base_url"`
 	// WebURL is where a person opens an item, for links (default BaseURL):
 	// Plane's web app, Gitea's ROOT_URL, GitHub's web host, Jira's site
@@ -185,8 +187,15 @@ type Binding struct {
 	// Project is Plane's project id, Vikunja's project number,
 	// Gitea's or GitHub's repository ("owner/name"), Jira's project key
 	// ("OPS") or GitLab's project, by its numeric id or its path
-	// ("group/sub/project").
+	// ("group/sub/project"); not Linear's, whose project is its team.
 	Project string `toml:"project"`
+	// Team is, on Linear, the team relayr files into: its key ("ENG") or
+	// its UUID.
+	Team string `toml:"team"`
+	// KeyURL is, on Linear, the base of the attachment URL that names an
+	// issue's key (default linear.DefaultKeyURL): changing it loses the
+	// keys of the issues filed before.
+	KeyURL string `toml:"key_url"`
 	// Identifier is Plane's project identifier ("OPS"), read from Plane
 	// when empty.
 	Identifier string `toml:"identifier"`
@@ -466,10 +475,10 @@ func decodeProblems(err error) []string {
 }
 
 // Kinds of tracker a binding may name.
-var Kinds = []string{"plane", "vikunja", "gitea", "github", jira.Kind, gitlab.Kind}
+var Kinds = []string{"plane", "vikunja", "gitea", "github", jira.Kind, gitlab.Kind, linear.Kind}
 
 // kinds words Kinds as a refusal names them: "plane, vikunja, gitea,
-// github, jira or gitlab".
+// github, jira, gitlab or linear".
 func kinds() string {
 	return strings.Join(Kinds[:len(Kinds)-1], ", ") + " or " + Kinds[len(Kinds)-1]
 }
@@ -613,7 +622,12 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		hold       time.Duration
 	}
 	servers := map[string]serverSetting{}
-	for i, b := range c.Bindings {
+	for i := range c.Bindings {
+		if c.Bindings[i].Tracker == linear.Kind && c.Bindings[i].BaseURL == "" {
+			// Linear is SaaS: one endpoint, unless a test names its own.
+			c.Bindings[i].BaseURL = linear.DefaultURL
+		}
+		b := c.Bindings[i]
 		where := fmt.Sprintf("bindings[%d] (%s/%s)", i, b.Tenant, b.Workspace)
 		t := tenants[b.Tenant]
 		switch {
@@ -645,7 +659,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 				add("%s: web_url: %v", where, err)
 			}
 		}
-		if b.Project == "" {
+		if b.Project == "" && b.Tracker != linear.Kind {
 			add("%s: names no project", where)
 		}
 		if b.Tracker == "plane" && b.PlaneWorkspace == "" {
@@ -664,6 +678,7 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		}
 		checkJira(b, where, add)
 		checkGitLab(b, where, add)
+		checkLinear(b, where, add)
 		if s := b.Defaults.State; s != "" && !tracker.State(s).Valid() {
 			add("%s: defaults.state %s is not backlog, todo, started, done or cancelled", where, tracker.Quote(s))
 		}
@@ -937,6 +952,64 @@ func (b Binding) GitLab() gitlab.Config {
 		cfg.Limits = gitlab.Limits{Requests: l.Requests, IssueCreates: l.IssueCreates, Notes: l.Notes}
 	}
 	return cfg
+}
+
+// checkLinear checks a binding's Linear keys as checkGitLab does
+// GitLab's: on a linear binding, its team (no project: the team is
+// Linear's project) and then the whole as the driver takes it
+// (linear.NewConnector, which makes no request); on a binding of another
+// tracker, that none of Linear's keys is set.
+func checkLinear(b Binding, where string, add func(string, ...any)) {
+	if b.Tracker != linear.Kind {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"team", b.Team != ""}, {"key_url", b.KeyURL != ""},
+		} {
+			if k.set {
+				add("%s: %s is for linear", where, k.key)
+			}
+		}
+		return
+	}
+	bad := false
+	refuse := func(format string, a ...any) {
+		bad = true
+		add("%s: "+format, append([]any{where}, a...)...)
+	}
+	if b.Project != "" {
+		refuse("project is not for linear: a Linear binding files into a team, named by team (its key, \"ENG\", or its UUID)")
+	}
+	if b.Team == "" {
+		refuse("linear needs team (the team's key, \"ENG\", or its UUID)")
+	}
+	if b.WebURL != "" {
+		// Links are to the issue's page in the workspace Linear names.
+		refuse("web_url is not for linear: an issue's link is its page in the workspace, as Linear names it")
+	}
+	if bad || checkURL(b.BaseURL, true) != nil {
+		return // said already
+	}
+	if _, err := linear.NewConnector(b.Linear()); err != nil {
+		var inv *tracker.InvalidError
+		if errors.As(err, &inv) && linearKeys[inv.Field] != "" {
+			add("%s: %s: %s", where, linearKeys[inv.Field], inv.Reason)
+		} else {
+			add("%s: %v", where, err)
+		}
+	}
+}
+
+// linearKeys name the key of each field linear.NewConnector refuses.
+var linearKeys = map[string]string{
+	"linear URL": "base_url", "linear team": "team", "linear key URL": "key_url",
+}
+
+// Linear is a linear binding's driver configuration; the caller adds the
+// client and the timeout.
+func (b Binding) Linear() linear.Config {
+	return linear.Config{URL: b.BaseURL, Team: b.Team, KeyURL: b.KeyURL, Namespace: b.Namespace}
 }
 
 // isEmail reports whether s is a bare email address (name@example.com, no

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relayr-go/relayr/adapters/gitlab"
+	"github.com/relayr-go/relayr/adapters/linear"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/tracker"
 )
@@ -171,13 +172,13 @@ func TestRefusals(t *testing.T) {
 		}, `tenant "nobody" is not configured`},
 		{"AnUnknownTracker", func(s string) string {
 			return strings.Replace(s, `tracker = "plane"`, `tracker = "redmine"`, 1)
-		}, `tracker "redmine" is not plane, vikunja, gitea, github, jira or gitlab`},
+		}, `tracker "redmine" is not plane, vikunja, gitea, github, jira, gitlab or linear`},
 		{"NoCredentialsForTheBindingsTracker", func(s string) string {
 			return strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.vikunja]", 1)
 		}, `tenant "acme" has no credentials for plane`},
 		{"ATrackerLimitOfAnUnknownKind", func(s string) string {
 			return s + "\n[tracker_limits.redmine]\nper_hour = 10\n"
-		}, `tracker_limits: tracker "redmine" is not plane, vikunja, gitea, github, jira or gitlab`},
+		}, `tracker_limits: tracker "redmine" is not plane, vikunja, gitea, github, jira, gitlab or linear`},
 		{"ANegativeTrackerLimit", func(s string) string {
 			return s + "\n[tracker_limits.github]\nper_hour = -1\n"
 		}, "tracker_limits.github: limits are counts, not below 0"},
@@ -653,6 +654,94 @@ func TestGitLabRefusals(t *testing.T) {
 		{"LimitsOnPlane", strings.Replace(good, "[bindings.defaults]", "[bindings.limits]\nrequests = 10\n[bindings.defaults]", 1),
 			`bindings[0] (acme/ops): limits is for gitlab`},
 		{"ListLagOnJira", withJira(good, project+`list_lag = "5s"`), `bindings[1] (acme/support): list_lag is for gitlab`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(c.cfg), "relayr.toml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("%v does not match ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+}
+
+// withLinear adds acme's Linear credentials and a Linear binding of
+// workspace "support", with extra lines of its own ("team = ..." among
+// them); it names no base_url, Linear's endpoint being the one.
+func withLinear(s, extra string) string {
+	s = strings.Replace(s, "[tenants.trackers.plane]", "[tenants.trackers.linear]\nkey = {env = \"ACME_LINEAR_KEY\"}\nwebhook_secret = {file = \"/run/secrets/acme-linear-hook\"}\n[tenants.trackers.plane]", 1)
+	i := strings.Index(s, "[[subscriptions]]")
+	return s[:i] + "\n[[bindings]]\ntenant = \"acme\"\nworkspace = \"support\"\ntracker = \"linear\"\n" + extra + "\n" + s[i:]
+}
+
+func TestALinearBindingLoadsWithItsKeys(t *testing.T) {
+	cfg, err := config.Parse([]byte(withLinear(good, `team = "ENG"`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Bindings[1]
+	if b.Tracker != "linear" || b.Team != "ENG" || !cfg.Tenants[0].Trackers["linear"].Key.Set() || !cfg.Tenants[0].Trackers["linear"].WebhookSecret.Set() {
+		t.Fatalf("binding %+v, tenant %+v", b, cfg.Tenants[0])
+	}
+	// Linear's endpoint where base_url is left out; the key URL the
+	// driver's (linear.NewConnector fills it in).
+	if lc := b.Linear(); lc.URL != linear.DefaultURL || lc.Team != "ENG" || lc.KeyURL != "" {
+		t.Fatalf("driver configuration %+v", lc)
+	}
+	// A team by its UUID, an endpoint of its own (an emulation's, on
+	// loopback) and a key URL of its own.
+	cfg, err = config.Parse([]byte(withLinear(good, `team = "0b0e4c5a-9f7e-4d43-a1b2-3c4d5e6f7a8b"
+base_url = "http://127.0.0.1:8099/graphql"
+key_url = "https://relayr.acme.example/key/"`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := cfg.Bindings[1].Linear(); lc.URL != "http://127.0.0.1:8099/graphql" || lc.Team != "0b0e4c5a-9f7e-4d43-a1b2-3c4d5e6f7a8b" || lc.KeyURL != "https://relayr.acme.example/key/" {
+		t.Fatalf("driver configuration %+v", lc)
+	}
+}
+
+func TestLinearRefusals(t *testing.T) {
+	const team = "team = \"ENG\"\n"
+	for _, c := range []struct {
+		name string
+		cfg  string
+		want string
+	}{
+		{"NoTeam", withLinear(good, ""), `bindings[1] (acme/support): linear needs team`},
+		{"ATeamThatIsNeitherKeyNorUUID", withLinear(good, `team = "eng team"`),
+			`bindings[1] (acme/support): team: "eng team" is neither a team key (ENG) nor a team's UUID`},
+		{"AProject", withLinear(good, team+`project = "ENG"`), `bindings[1] (acme/support): project is not for linear`},
+		{"AWebURL", withLinear(good, team+`web_url = "https://linear.app/acme"`), `bindings[1] (acme/support): web_url is not for linear`},
+		{"ABaseURLThatIsNoURL", withLinear(good, team+`base_url = "api.linear.app"`),
+			`bindings[1] (acme/support): base_url: "api.linear.app" is not an http(s) URL`},
+		{"APlainHTTPBaseURL", withLinear(good, team+`base_url = "http://linear.internal/graphql"`),
+			`bindings[1] (acme/support): base_url: "http://linear.internal/graphql" is plain http`},
+		{"AKeyURLOverHTTP", withLinear(good, team+`key_url = "http://relayr.invalid/key/"`),
+			`bindings[1] (acme/support): key_url: "http://relayr.invalid/key/" is not an https URL ending in /`},
+		{"AKeyURLNotEndingInSlash", withLinear(good, team+`key_url = "https://relayr.invalid/key"`),
+			`bindings[1] (acme/support): key_url: "https://relayr.invalid/key" is not an https URL ending in /`},
+		{"AnEmailForLinear", strings.Replace(withLinear(good, team), `key = {env = "ACME_LINEAR_KEY"}`, "key = {env = \"ACME_LINEAR_KEY\"}\nemail = \"bot@acme.example\"", 1),
+			`tenant "acme": trackers.linear.email is for jira`},
+		{"AKeyWrittenInTheFile", strings.Replace(withLinear(good, team), `key = {env = "ACME_LINEAR_KEY"}`, `key = "lin_api_0123456789"`, 1),
+			`tenants.trackers.linear.key is a secret`},
+		{"NoLinearCredentials", strings.Replace(withLinear(good, team), "[tenants.trackers.linear]", "[tenants.trackers.gitea]", 1),
+			`bindings[1] (acme/support): tenant "acme" has no credentials for linear`},
+		{"AJiraKeyOnLinear", withLinear(good, team+`search_lag = "30s"`), `bindings[1] (acme/support): search_lag is for jira`},
+		{"AJiraStatusOnLinear", withLinear(good, team+"[bindings.statuses]\ntodo = \"To Do\""), `bindings[1] (acme/support): statuses is for jira`},
+		{"AGitLabKeyOnLinear", withLinear(good, team+`list_lag = "5s"`), `bindings[1] (acme/support): list_lag is for gitlab`},
+		{"GitLabLabelsOnLinear", withLinear(good, team+"[bindings.labels]\nstarted = \"doing\""), `bindings[1] (acme/support): labels is for gitlab`},
+		{"ALoginOnLinear", withLinear(good, team+`login = "relayr[bot]"`), `login is for github`},
+		{"ATeamOnPlane", strings.Replace(good, "[bindings.defaults]", "team = \"ENG\"\n[bindings.defaults]", 1),
+			`bindings[0] (acme/ops): team is for linear`},
+		{"AKeyURLOnGitLab", withGitLab(good, "project = \"acme/ops\"\nkey_url = \"https://relayr.invalid/key/\""),
+			`bindings[1] (acme/support): key_url is for linear`},
+		{"ATeamOnJira", withJira(good, "project = \"OPS\"\nteam = \"ENG\""), `bindings[1] (acme/support): team is for linear`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(c.cfg), "relayr.toml")

@@ -108,6 +108,9 @@ func FuzzParse(f *testing.F) {
 			"[[bindings]]\ntenant = \"acme\"\nworkspace = \"ops\"\ntracker = \"gitlab\"\nbase_url = \"https://gitlab.com\"\n" +
 			"project = \"acme/platform/ops\"\nlist_lag = \"10s\"\n[bindings.labels]\nstarted = \"workflow::doing\"\n" +
 			"[bindings.limits]\nrequests = 7200\nnotes = -1\n",
+		"[[tenants]]\nname = \"acme\"\ntoken = {env = \"T\"}\n[tenants.trackers.linear]\nkey = {env = \"K\"}\nwebhook_secret = {env = \"H\"}\n" +
+			"[[bindings]]\ntenant = \"acme\"\nworkspace = \"ops\"\ntracker = \"linear\"\nteam = \"ENG\"\n" +
+			"key_url = \"https://relayr.acme.example/key/\"\n",
 	} {
 		f.Add([]byte(s))
 	}

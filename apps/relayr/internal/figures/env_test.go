@@ -85,6 +85,12 @@ var emulations = []struct {
 	// filings a second measure the limit, which its adapter's benchmark
 	// measures on virtual time instead.
 	{"GitLab", func(now func() time.Time) emulation { return newGitLab(now) }, false},
+	// Linear's limits are an hour's, 2,500 requests a user, which relayr's
+	// budget keeps (budget.TrackerWindows): a figure of filings a second
+	// at real time would measure them; its adapter's benchmark
+	// (BenchmarkLinearRequests) measures a filing's cost and the filings
+	// an hour a key sustains on virtual time instead.
+	{"Linear", func(now func() time.Time) emulation { return newLinear(now) }, true},
 }
 
 // accounted is an emulation whose tracker's key goes with the account it

@@ -68,12 +68,19 @@ func newFaultProxy(tb testing.TB, target, mode string) *faultProxy {
 
 // creates says whether r files an item: a POST or PUT of a tracker's
 // items (Plane's work-items/, Gitea's, GitHub's and GitLab's issues,
-// Vikunja's tasks, Jira's /rest/api/3/issue).
+// Vikunja's tasks, Jira's /rest/api/3/issue), or a GraphQL request whose
+// document runs Linear's issueCreate (its body is read and put back).
 func creates(r *http.Request) bool {
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
 		return false
 	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
+	if strings.HasSuffix(p, "/graphql") && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return err == nil && bytes.Contains(body, []byte("issueCreate("))
+	}
 	return strings.HasSuffix(p, "/work-items") || strings.HasSuffix(p, "/issues") || strings.HasSuffix(p, "/tasks") ||
 		strings.HasSuffix(p, "/rest/api/3/issue")
 }
