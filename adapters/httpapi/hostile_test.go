@@ -988,6 +988,9 @@ func TestHostileWebhooks(t *testing.T) {
 		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 			t.Fatalf("acme's third delivery at once: %d %q, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 		}
+		if p := problemOf(t, rec.Code, rec.Header(), rec.Body.Bytes()); p.Code != "too_many_requests" {
+			t.Fatalf("code %q", p.Code)
+		}
 		if third.read.Load() != 0 {
 			t.Fatal("a delivery past the bound was read")
 		}
@@ -1362,6 +1365,7 @@ func TestHostileLongPolls(t *testing.T) {
 			!strings.Contains(rec.Body.String(), "too_many_requests") {
 			t.Fatalf("a third long-poll: %d %q %s, want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 		}
+		problemOf(t, rec.Code, rec.Header(), rec.Body.Bytes())
 		// A read that doesn't wait is no long-poll, and another token has
 		// its own cap.
 		if rec := get(tokenA, feed); rec.Code != http.StatusOK {

@@ -4,8 +4,10 @@
 //
 // Every route but the webhooks' and health's takes a per-tenant bearer token,
 // compared in constant time; a token of one tenant reaches nothing of
-// another. Every body is limited, every error of the API is JSON with a
-// stable code (the page's are pages), and garbage gets a 4xx, never a 5xx.
+// another. Every body is limited, every error of the API is an RFC 9457
+// problem (application/problem+json) naming a stable code, relayr's own
+// error object beside it (ADR-1014; the page's are pages), and garbage
+// gets a 4xx, never a 5xx.
 package httpapi
 
 import (
@@ -340,12 +342,67 @@ func (a *API) tenantOfToken(tok string) (string, bool) { return a.tokens.Of(tok)
 
 func bearer(r *http.Request) (string, bool) { return tokens.Bearer(r) }
 
-// errorBody is every error's JSON.
-type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+// ProblemContentType is every error's media type (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// ProblemTypeBase begins every problem's type, relayr's code following it
+// (https://github.com/relayr-go/relayr/blob/main/docs/http-api.md#tracker_claimed): one absolute URI per
+// code, the same from every deployment, so a client may match it whatever
+// host answered. It names the problem; nothing needs to fetch it
+// (ADR-1014).
+const ProblemTypeBase = "https://github.com/relayr-go/relayr/blob/main/docs/http-api.md#"
+
+// Problem is every error's body: an RFC 9457 problem, and beside its
+// members relayr's code and the error object relayr answered before, so
+// a client that reads error.code goes on working (ADR-1014).
+type Problem struct {
+	// Type is ProblemTypeBase and Code.
+	Type string `json:"type"`
+	// Title is the code's summary, the same for every problem of the
+	// type (ProblemTitle).
+	Title string `json:"title"`
+	// Status is the answer's HTTP status.
+	Status int `json:"status"`
+	// Detail says what went wrong this time, for people: Error.Message.
+	Detail string `json:"detail"`
+	// Code is relayr's stable code, the one to match.
+	Code string `json:"code"`
+	// Error is relayr's error object as it was before RFC 9457.
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject is relayr's own error object: its code and a message.
+type ErrorObject struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// problemTitles are each code's title.
+var problemTitles = map[string]string{
+	string(writes.CodeClaimed):     "Another attempt holds the key",
+	string(writes.CodeUnavailable): "The tracker is unavailable",
+	string(writes.CodeLoop):        "The item took its writes for the hour",
+	string(writes.CodeNotAllowed):  "Not allowed",
+	string(writes.CodeRefused):     "Refused",
+	string(writes.CodeDeleted):     "The key's item was deleted",
+	string(writes.CodeInvalid):     "Invalid request",
+	"unauthorized":                 "Unauthorized",
+	"not_found":                    "No such route",
+	"method_not_allowed":           "Method not allowed",
+	"too_large":                    "Too large",
+	"too_many_requests":            "Too many requests",
+	"unavailable":                  "The event log is unavailable",
+	"not_ready":                    "Not ready",
+	"internal":                     "Internal error",
+}
+
+// ProblemTitle is the title of code's problems; a code without one of its
+// own takes its status's text.
+func ProblemTitle(code string, status int) string {
+	if t, ok := problemTitles[code]; ok {
+		return t
+	}
+	return http.StatusText(status)
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter time.Duration) {
@@ -353,13 +410,18 @@ func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter 
 		secs := int((retryAfter + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", fmt.Sprint(secs))
 	}
-	var b errorBody
-	b.Error.Code, b.Error.Message = code, msg
-	writeJSON(w, status, b)
+	writeBody(w, status, ProblemContentType, Problem{
+		Type: ProblemTypeBase + code, Title: ProblemTitle(code, status), Status: status, Detail: msg,
+		Code: code, Error: ErrorObject{Code: code, Message: msg},
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	writeBody(w, status, "application/json", v)
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

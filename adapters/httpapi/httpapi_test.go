@@ -224,11 +224,14 @@ func (e *env) advancing(fn func() resp) resp {
 	}
 }
 
+// want checks an error answer's status and code, and that it is an RFC
+// 9457 problem (problemOf).
 func want(t *testing.T, r resp, status int, code string) {
 	t.Helper()
 	if r.status != status || r.code() != code {
 		t.Fatalf("status %d code %q, want %d %q; body %s", r.status, r.code(), status, code, r.body)
 	}
+	problemOf(t, r.status, r.header, r.body)
 }
 
 func TestWriteAPI(t *testing.T) {
@@ -488,6 +491,7 @@ func TestOpenAPIDescribesTheStatusAsItIs(t *testing.T) {
 		"StatusReport": httpapi.StatusReport{}, "BindingStatus": follow.BindingStatus{}, "KeyStatus": budget.KeyStatus{},
 		"LogStatus": deliver.Status{}, "ShareStatus": follow.ShareStatus{},
 		"EnsureRequest": httpapi.EnsureRequest{}, "UpdateRequest": httpapi.UpdateRequest{},
+		"Problem": httpapi.Problem{},
 	} {
 		props := doc.Components.Schemas[schema].Properties
 		typ := reflect.TypeOf(v)

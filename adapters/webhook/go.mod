@@ -8,4 +8,6 @@ replace github.com/relayr-go/relayr/core => ../../core
 
 require github.com/relayr-go/relayr/fixtures v0.0.0
 
+require github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
+
 replace github.com/relayr-go/relayr/fixtures => ../../fixtures

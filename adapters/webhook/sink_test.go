@@ -7,29 +7,37 @@ import (
 	"sync"
 	"testing"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/core/deliver/sinktest"
 	"github.com/relayr-go/relayr/core/eventlog"
 	"github.com/relayr-go/relayr/fixtures/memnet"
 )
 
-// subscriber is the far end of a webhook subscription: it checks each
-// delivery's signature and keys what it takes by its Idempotency-Key, as
-// docs/delivery.md tells a subscriber to, and refuses on demand: answering
-// status, or redirecting to another host.
+// subscriber is the far end of a webhook subscription: it verifies each
+// delivery with Standard Webhooks' own library and keys what it takes by
+// its webhook-id, as docs/delivery.md tells a subscriber to, and refuses
+// on demand: answering status, or redirecting to another host.
 type subscriber struct {
 	mu       sync.Mutex
 	ids      []string
 	seen     map[string]bool
 	refuse   int // a status to answer, 0 to take deliveries
 	redirect string
+	verifier *standardwebhooks.Webhook // the specification's library, under secret
 	srv      *memnet.Server
 }
 
-const secret = "sinktest-secret"
+// secret is the subscription's: "whsec_" and the base64 of 32 bytes.
+const secret = "whsec_c2lua3Rlc3Qtc2VjcmV0LW9mLTMyLWJ5dGVzLWxvbmc="
 
 func newSubscriber(t *testing.T) *subscriber {
-	s := &subscriber{seen: map[string]bool{}}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &subscriber{seen: map[string]bool{}, verifier: wh}
 	s.srv = memnet.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -46,12 +54,12 @@ func (s *subscriber) serve(w http.ResponseWriter, r *http.Request) {
 	case s.refuse != 0:
 		w.WriteHeader(s.refuse)
 		return
-	case r.Header.Get(webhook.SignatureHeader) != webhook.Sign(secret, body):
+	case s.verifier.Verify(body, r.Header) != nil:
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
 	var e eventlog.Event
-	if err := json.Unmarshal(body, &e); err != nil || e.ID != r.Header.Get(webhook.IdempotencyKeyHeader) {
+	if err := json.Unmarshal(body, &e); err != nil || e.ID != r.Header.Get(standardwebhooks.HeaderWebhookID) || e.ID != r.Header.Get(webhook.IdempotencyKeyHeader) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
@@ -69,7 +77,7 @@ func (s *subscriber) set(refuse int, redirect string) {
 
 func (s *subscriber) harness() sinktest.Harness {
 	return sinktest.Harness{
-		Sink: &webhook.Subscriber{Name: "sinktest", URL: s.srv.URL + "/hook", Secret: secret, Client: s.srv.Client()},
+		Sink: &webhook.Subscriber{Name: "sinktest", URL: s.srv.URL + "/hook", Secret: secret, Signing: webhook.SignStandard, Client: s.srv.Client()},
 		Taken: func(*testing.T) []string {
 			s.mu.Lock()
 			defer s.mu.Unlock()

@@ -478,7 +478,10 @@ func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.D
 	// Delivery follows no redirect: a 3xx is a failure, retried from the
 	// cursor, and the signed body goes to the configured URL only.
 	client := &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: webhook.NoRedirects}
-	return &webhook.Subscriber{Name: key, URL: sub.URL, Secret: s.Subscriptions[key], Client: client, Clock: o.Clock, Logger: o.Logger}
+	return &webhook.Subscriber{
+		Name: key, URL: sub.URL, Secret: s.Subscriptions[key], PreviousSecret: s.PreviousSecrets[key],
+		Signing: webhook.Signing(sub.Signature), Client: client, Clock: o.Clock, Logger: o.Logger,
+	}
 }
 
 // NATSTarget is a NATS subscription's target: its servers, stream and

@@ -25,6 +25,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/linear"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/vikunja"
+	"github.com/relayr-go/relayr/adapters/webhook"
 	"github.com/relayr-go/relayr/core/budget"
 	"github.com/relayr-go/relayr/core/ledger"
 	"github.com/relayr-go/relayr/core/tracker"
@@ -310,7 +311,18 @@ type Subscription struct {
 	Workspace string `toml:"workspace"`
 	Name      string `toml:"name"`
 	URL       string `toml:"url"`
-	Secret    Secret `toml:"secret"`
+	// Secret signs the deliveries: a Standard Webhooks secret,
+	// "whsec_" and the base64 of 24 to 64 random bytes, or a plain one
+	// whose bytes are the key (webhook.ParseSecret; ADR-1014).
+	Secret Secret `toml:"secret"`
+	// PreviousSecret, while Secret replaces it, signs beside it:
+	// webhook-signature carries both signatures until it is removed.
+	PreviousSecret Secret `toml:"previous_secret"`
+	// Signature is which signatures a delivery carries: "standard"
+	// (Standard Webhooks' headers), "relayr" (X-Relayr-Signature alone,
+	// as before ADR-1014) or "both", the default (webhook.DefaultSigning),
+	// so a receiver that checks the old header goes on taking deliveries.
+	Signature string `toml:"signature"`
 	// AllowInsecureHTTP lets url be plain http:// to a host that is not
 	// loopback; refused otherwise, since the events would cross the
 	// network in the clear.
@@ -743,6 +755,9 @@ func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...a
 			if s.URL != "" || s.Secret.Set() {
 				add("%s: names both a url and a nats target; a subscription delivers to one", where)
 			}
+			if s.PreviousSecret.Set() || s.Signature != "" {
+				add("%s: previous_secret and signature are for a url's webhooks, not a nats target", where)
+			}
 			if s.NATS.SubjectPrefix == "" {
 				s.NATS.SubjectPrefix = DefaultSubjectPrefix
 			}
@@ -754,6 +769,16 @@ func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...a
 		}
 		if !s.Secret.Set() {
 			add("%s: secret must be read from env or file", where)
+		}
+		// ADR-1014: both signatures unless asked, so an existing receiver
+		// checking X-Relayr-Signature is not refused a delivery.
+		switch sig := webhook.Signing(s.Signature); {
+		case sig == "":
+			c.Subscriptions[i].Signature = string(webhook.DefaultSigning)
+		case !sig.Valid():
+			add("%s: signature %s is not %q, %q or %q", where, tracker.Quote(s.Signature), webhook.SignStandard, webhook.SignRelayr, webhook.SignBoth)
+		case sig == webhook.SignRelayr && s.PreviousSecret.Set():
+			add("%s: previous_secret signs only Standard Webhooks' webhook-signature, which signature = %q does not send: set signature = %q while the secret is rotated", where, webhook.SignRelayr, webhook.SignBoth)
 		}
 	}
 }
@@ -1118,6 +1143,9 @@ type Secrets struct {
 	// Subscriptions are the subscriptions' secrets by
 	// "<tenant>/<workspace>/<name>".
 	Subscriptions map[string]string
+	// PreviousSecrets are the previous secrets of the subscriptions
+	// rotating theirs, by "<tenant>/<workspace>/<name>".
+	PreviousSecrets map[string]string
 	// NATS are the NATS subscriptions' credentials by
 	// "<tenant>/<workspace>/<name>".
 	NATS map[string]NATSCredentials
@@ -1131,7 +1159,10 @@ type NATSCredentials struct {
 
 // ReadSecrets reads every secret and reports every one missing at once.
 func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
-	s := &Secrets{Tokens: map[string]string{}, Trackers: tracker.StaticCredentials{}, Subscriptions: map[string]string{}, NATS: map[string]NATSCredentials{}}
+	s := &Secrets{
+		Tokens: map[string]string{}, Trackers: tracker.StaticCredentials{},
+		Subscriptions: map[string]string{}, PreviousSecrets: map[string]string{}, NATS: map[string]NATSCredentials{},
+	}
 	var probs []string
 	read := func(what string, sec Secret) string {
 		v, err := ReadSecret(sec, getenv)
@@ -1194,6 +1225,23 @@ func (c *Config) ReadSecrets(getenv func(string) string) (*Secrets, error) {
 			continue
 		}
 		s.Subscriptions[k] = read("subscription "+sub.Name+" secret", sub.Secret)
+		checkSigning := func(what, v string) {
+			if v == "" {
+				return // said already
+			}
+			if _, err := webhook.ParseSecret(v); err != nil {
+				var se *webhook.SecretError
+				if errors.As(err, &se) {
+					err = errors.New(se.Reason)
+				}
+				probs = append(probs, "subscription "+sub.Name+" "+what+": "+err.Error())
+			}
+		}
+		checkSigning("secret", s.Subscriptions[k])
+		if sub.PreviousSecret.Set() {
+			s.PreviousSecrets[k] = read("subscription "+sub.Name+" previous_secret", sub.PreviousSecret)
+			checkSigning("previous_secret", s.PreviousSecrets[k])
+		}
 	}
 	if len(probs) > 0 {
 		return nil, &Error{Path: "secrets", Problems: probs}
