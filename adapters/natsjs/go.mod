@@ -9,10 +9,18 @@ require (
 )
 
 require (
+	github.com/cloudevents/sdk-go/v2 v2.16.2 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
 
 replace github.com/relayr-go/relayr/core => ../../core
+
+require github.com/relayr-go/relayr/adapters/cloudevents v0.0.0
+
+replace github.com/relayr-go/relayr/adapters/cloudevents => ../cloudevents

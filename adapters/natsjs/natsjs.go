@@ -12,6 +12,11 @@
 // window to be at least the lease. Order is kept by publishing one event at
 // a time: an event is sent only once the one before it was acknowledged.
 //
+// A target may ask for CloudEvents 1.0 (Target.CloudEvents): each message's
+// data is then the event as a CloudEvent in JSON, the NATS protocol
+// binding's structured content mode, encoded by the CloudEvents Go SDK's
+// event.Event (ADR-1016).
+//
 // It uses the official client (github.com/nats-io/nats.go and its jetstream
 // package) and nothing newer than NATS Server 2.9's JetStream API.
 package natsjs
@@ -30,6 +35,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/relayr-go/relayr/adapters/cloudevents"
 	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
 )
@@ -72,6 +78,19 @@ type Target struct {
 	TLS TLS
 	// Name names the connection on the server (its monitoring pages).
 	Name string
+	// CloudEvents publishes each event as a CloudEvent (ADR-1016) rather
+	// than relayr's own JSON: the NATS protocol binding's structured
+	// content mode, the message's data the CloudEvent's JSON
+	// (application/cloudevents+json), as the CloudEvents SDK writes it.
+	// Structured, not binary, mode: the stored message is then the whole
+	// event, whatever reads it (a mirror, a replay, `nats stream view`, a
+	// client that ignores headers), and relayr's message keeps its shape,
+	// its body the whole event; the binding's binary mode puts the
+	// attributes in headers a reader of the data alone never sees. The
+	// SDK's own NATS JetStream binding is a module of its own, which
+	// relayr does not take: the core SDK's event JSON is the format the
+	// binding's structured mode names.
+	CloudEvents bool
 }
 
 // Credentials authenticate relayr to the servers: the contents of a .creds
@@ -202,9 +221,9 @@ func (s *Sink) message(e eventlog.Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(e)
+	body, contentType, err := s.body(e)
 	if err != nil {
-		return nil, fmt.Errorf("natsjs: event %s: %w", e.ID, err)
+		return nil, err
 	}
 	// A message the stream can never take is refused, not retried: the
 	// follower stops at it (ADR-0015), and nothing after it is published
@@ -219,8 +238,30 @@ func (s *Sink) message(e eventlog.Event) (*nats.Msg, error) {
 	if e.Correlation != "" {
 		m.Header.Set(CorrelationHeader, e.Correlation)
 	}
-	m.Header.Set("Content-Type", "application/json")
+	m.Header.Set("Content-Type", contentType)
 	return m, nil
+}
+
+// body answers e's message data and its media type: relayr's JSON, or the
+// event as a structured CloudEvent. An event that makes no CloudEvent is
+// refused, as an event too large is: the follower stops at it.
+func (s *Sink) body(e eventlog.Event) ([]byte, string, error) {
+	if !s.target.CloudEvents {
+		body, err := json.Marshal(e)
+		if err != nil {
+			return nil, "", fmt.Errorf("natsjs: event %s: %w", e.ID, err)
+		}
+		return body, "application/json", nil
+	}
+	ev, err := cloudevents.Event(e)
+	if err != nil {
+		return nil, "", fmt.Errorf("natsjs: %w", err)
+	}
+	body, err := ev.MarshalJSON()
+	if err != nil {
+		return nil, "", fmt.Errorf("natsjs: %w", &cloudevents.Error{ID: e.ID, Err: err})
+	}
+	return body, cloudevents.ContentType, nil
 }
 
 func (s *Sink) publish(ctx context.Context, js jetstream.JetStream, e eventlog.Event, m *nats.Msg) error {

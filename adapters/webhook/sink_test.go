@@ -1,12 +1,15 @@
 package webhook_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
 	"testing"
 
+	cevent "github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/relayr-go/relayr/adapters/webhook"
@@ -26,18 +29,19 @@ type subscriber struct {
 	refuse   int // a status to answer, 0 to take deliveries
 	redirect string
 	verifier *standardwebhooks.Webhook // the specification's library, under secret
+	format   webhook.Format            // the body, read as the SDK reads a CloudEvent unless relayr's
 	srv      *memnet.Server
 }
 
 // secret is the subscription's: "whsec_" and the base64 of 32 bytes.
 const secret = "whsec_c2lua3Rlc3Qtc2VjcmV0LW9mLTMyLWJ5dGVzLWxvbmc="
 
-func newSubscriber(t *testing.T) *subscriber {
+func newSubscriber(t *testing.T, f webhook.Format) *subscriber {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &subscriber{seen: map[string]bool{}, verifier: wh}
+	s := &subscriber{seen: map[string]bool{}, verifier: wh, format: f}
 	s.srv = memnet.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -59,7 +63,15 @@ func (s *subscriber) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var e eventlog.Event
-	if err := json.Unmarshal(body, &e); err != nil || e.ID != r.Header.Get(standardwebhooks.HeaderWebhookID) || e.ID != r.Header.Get(webhook.IdempotencyKeyHeader) {
+	err := json.Unmarshal(body, &e)
+	if s.format != webhook.FormatRelayr {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var ev *cevent.Event
+		if ev, err = cehttp.NewEventFromHTTPRequest(r); err == nil {
+			e.ID = ev.ID()
+		}
+	}
+	if err != nil || e.ID != r.Header.Get(standardwebhooks.HeaderWebhookID) || e.ID != r.Header.Get(webhook.IdempotencyKeyHeader) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
@@ -77,7 +89,7 @@ func (s *subscriber) set(refuse int, redirect string) {
 
 func (s *subscriber) harness() sinktest.Harness {
 	return sinktest.Harness{
-		Sink: &webhook.Subscriber{Name: "sinktest", URL: s.srv.URL + "/hook", Secret: secret, Signing: webhook.SignStandard, Client: s.srv.Client()},
+		Sink: &webhook.Subscriber{Name: "sinktest", URL: s.srv.URL + "/hook", Secret: secret, Signing: webhook.SignStandard, Format: s.format, Client: s.srv.Client()},
 		Taken: func(*testing.T) []string {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -86,12 +98,19 @@ func (s *subscriber) harness() sinktest.Harness {
 	}
 }
 
-// TestSink runs the sink suite over the webhook subscriber, on memnet and
-// virtual time: its own backoff (1 s, doubling) passes at once.
+// TestSink runs the sink suite over the webhook subscriber in each format
+// (relayr's JSON, and CloudEvents read by the SDK), on memnet and virtual
+// time: its own backoff (1 s, doubling) passes at once.
 func TestSink(t *testing.T) {
+	for _, f := range []webhook.Format{webhook.FormatRelayr, webhook.FormatCloudEventsStructured, webhook.FormatCloudEventsBinary} {
+		t.Run(string(f), func(t *testing.T) { runSink(t, f) })
+	}
+}
+
+func runSink(t *testing.T, f webhook.Format) {
 	refusing := func(refuse int, redirect bool) func(t *testing.T) sinktest.Refusing {
 		return func(t *testing.T) sinktest.Refusing {
-			s := newSubscriber(t)
+			s := newSubscriber(t, f)
 			elsewhere := 0
 			var mu sync.Mutex
 			other := memnet.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
@@ -111,7 +130,7 @@ func TestSink(t *testing.T) {
 	}
 	sinktest.Run(t, sinktest.Setup{
 		Virtual: true,
-		New:     func(t *testing.T) sinktest.Harness { return newSubscriber(t).harness() },
+		New:     func(t *testing.T) sinktest.Harness { return newSubscriber(t, f).harness() },
 		Refusals: map[string]func(*testing.T) sinktest.Refusing{
 			"Answering503":             refusing(http.StatusServiceUnavailable, false),
 			"Answering401":             refusing(http.StatusUnauthorized, false),

@@ -5,7 +5,10 @@
 // Standard Webhooks specification says (webhook-id, webhook-timestamp,
 // webhook-signature over "<id>.<timestamp>.<body>", whsec_ secrets, two
 // signatures while a secret is rotated), relayr's own X-Relayr-Signature
-// beside it for the receivers that still check it (ADR-1014).
+// beside it for the receivers that still check it (ADR-1014). A
+// subscription may ask for CloudEvents 1.0 instead of relayr's own JSON
+// (Format), in the HTTP binding's structured or binary mode, encoded by the
+// CloudEvents Go SDK; the signatures cover the body sent (ADR-1016).
 package webhook
 
 import (
@@ -27,6 +30,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/relayr-go/relayr/adapters/cloudevents"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/deliver"
 	"github.com/relayr-go/relayr/core/eventlog"
@@ -90,6 +97,42 @@ func (s Signing) Valid() bool { return s == SignStandard || s == SignRelayr || s
 func (s Signing) standard() bool { return s == SignStandard || s == SignBoth || s == "" }
 
 func (s Signing) relayr() bool { return s == SignRelayr || s == SignBoth || s == "" }
+
+// Format is the body a subscription's deliveries carry (ADR-1016).
+type Format string
+
+// The formats a subscription may ask for.
+const (
+	// FormatRelayr is relayr's own event JSON, application/json: what a
+	// subscription that names none gets (DefaultFormat).
+	FormatRelayr Format = "relayr"
+	// FormatCloudEventsStructured is a CloudEvent in the HTTP binding's
+	// structured mode: the whole event, application/cloudevents+json.
+	FormatCloudEventsStructured Format = "cloudevents-structured"
+	// FormatCloudEventsBinary is a CloudEvent in the HTTP binding's binary
+	// mode: its attributes as ce-* headers, the event's data as the body,
+	// application/json.
+	FormatCloudEventsBinary Format = "cloudevents-binary"
+)
+
+// DefaultFormat is the format of a subscription that names none: relayr's
+// own, so an existing subscriber takes what it always took.
+const DefaultFormat = FormatRelayr
+
+// Valid reports whether f is one of the formats ("" is not: callers fill
+// DefaultFormat in).
+func (f Format) Valid() bool {
+	return f == FormatRelayr || f == FormatCloudEventsStructured || f == FormatCloudEventsBinary
+}
+
+// FormatError is a subscription's format that is none of the formats.
+type FormatError struct {
+	Format Format
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("webhook: format %q is not %q, %q or %q", string(e.Format), FormatRelayr, FormatCloudEventsStructured, FormatCloudEventsBinary)
+}
 
 // SecretPrefix begins a Standard Webhooks secret: "whsec_" and the
 // base64 of its key.
@@ -187,9 +230,11 @@ type Subscriber struct {
 	// Signing is which signatures a delivery carries (DefaultSigning
 	// when empty).
 	Signing Signing
-	Client  *http.Client // a client with a 10 s timeout when nil
-	Clock   clock.Clock  // System when nil
-	Logger  *slog.Logger // discards when nil
+	// Format is the body of a delivery (DefaultFormat when empty).
+	Format Format
+	Client *http.Client // a client with a 10 s timeout when nil
+	Clock  clock.Clock  // System when nil
+	Logger *slog.Logger // discards when nil
 }
 
 // NoRedirects is an http.Client's CheckRedirect that follows none: the 3xx
@@ -236,6 +281,9 @@ func (s *Subscriber) keys() ([]Key, error) {
 // Publish implements deliver.Sink. A secret ParseSecret refuses fails it
 // at once, unsent: no retry would mend it.
 func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
+	if s.Format != "" && !s.Format.Valid() {
+		return fmt.Errorf("webhook: delivering %s: %w", e.ID, &FormatError{Format: s.Format})
+	}
 	if s.Signing != "" && !s.Signing.Valid() {
 		return fmt.Errorf("webhook: delivering %s: signing %q is not %s, %s or %s", e.ID, s.Signing, SignStandard, SignRelayr, SignBoth)
 	}
@@ -243,7 +291,7 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 	if err != nil {
 		return fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
-	body, err := json.Marshal(e)
+	header, body, err := Encode(ctx, s.Format, e)
 	if err != nil {
 		return fmt.Errorf("webhook: delivering %s: %w", e.ID, err)
 	}
@@ -257,7 +305,7 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 	}
 	wait := FirstBackoff
 	for attempt := 1; ; attempt++ {
-		err := s.post(ctx, e, body, keys, c.Now())
+		err := s.post(ctx, e, header, body, keys, c.Now())
 		if err == nil {
 			return nil
 		}
@@ -274,15 +322,61 @@ func (s *Subscriber) Publish(ctx context.Context, e eventlog.Event) error {
 	}
 }
 
+// Encode answers the headers and body of e's delivery in format f (""
+// is DefaultFormat): relayr's JSON, or a CloudEvent written by the
+// CloudEvents SDK's HTTP binding (cehttp.WriteRequest) in structured or
+// binary mode. The body is what every attempt sends and signs. An event
+// that makes no CloudEvent answers a *cloudevents.Error; a format that is
+// none of the formats, a *FormatError.
+func Encode(ctx context.Context, f Format, e eventlog.Event) (http.Header, []byte, error) {
+	if f == "" {
+		f = DefaultFormat
+	}
+	switch f {
+	case FormatRelayr:
+		body, err := json.Marshal(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		return http.Header{"Content-Type": {"application/json"}}, body, nil
+	case FormatCloudEventsStructured:
+		ctx = binding.WithForceStructured(ctx)
+	case FormatCloudEventsBinary:
+		ctx = binding.WithForceBinary(ctx)
+	default:
+		return nil, nil, &FormatError{Format: f}
+	}
+	ev, err := cloudevents.Event(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The SDK writes into a request of its own, whose headers and body
+	// each attempt then copies: the body is read once, and signed as sent.
+	req := &http.Request{Header: http.Header{}}
+	if err := cehttp.WriteRequest(ctx, binding.ToMessage(&ev), req); err != nil {
+		return nil, nil, &cloudevents.Error{ID: e.ID, Err: err}
+	}
+	var body []byte
+	if req.Body != nil {
+		body, err = io.ReadAll(req.Body)
+		if err != nil {
+			return nil, nil, &cloudevents.Error{ID: e.ID, Err: err}
+		}
+	}
+	return req.Header, body, nil
+}
+
 // post makes one attempt, signed at: each attempt has its own timestamp,
 // so a retry hours later is inside a receiver's tolerance, and a capture
 // of an earlier one replayed is not (ADR-1014).
-func (s *Subscriber) post(ctx context.Context, e eventlog.Event, body []byte, keys []Key, at time.Time) error {
+func (s *Subscriber) post(ctx context.Context, e eventlog.Event, header http.Header, body []byte, keys []Key, at time.Time) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set(IdempotencyKeyHeader, e.ID)
 	req.Header.Set(EventTypeHeader, e.Type)
 	if s.Signing.standard() {

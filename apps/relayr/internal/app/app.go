@@ -480,7 +480,7 @@ func sinkFor(sub config.Subscription, s *config.Secrets, o Options, lease time.D
 	client := &http.Client{Transport: o.Transport, Timeout: 10 * time.Second, CheckRedirect: webhook.NoRedirects}
 	return &webhook.Subscriber{
 		Name: key, URL: sub.URL, Secret: s.Subscriptions[key], PreviousSecret: s.PreviousSecrets[key],
-		Signing: webhook.Signing(sub.Signature), Client: client, Clock: o.Clock, Logger: o.Logger,
+		Signing: webhook.Signing(sub.Signature), Format: webhook.Format(sub.Format), Client: client, Clock: o.Clock, Logger: o.Logger,
 	}
 }
 
@@ -494,6 +494,7 @@ func NATSTarget(sub config.Subscription, cr config.NATSCredentials, lease time.D
 		Credentials:   natsjs.Credentials{Creds: cr.Creds, NKeySeed: cr.NKeySeed, Token: cr.Token},
 		TLS:           natsjs.TLS{CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile},
 		Name:          "relayr " + holder + " " + subKey(sub.Tenant, sub.Workspace, sub.Name),
+		CloudEvents:   sub.Format == string(webhook.FormatCloudEventsStructured),
 	}
 }
 

@@ -34,3 +34,24 @@ func TestAWebhookSinkSignsAsConfigured(t *testing.T) {
 		}
 	}
 }
+
+// A subscription's sink sends the format its configuration names
+// (ADR-1016): a webhook's either mode, a NATS target's CloudEvents as its
+// structured mode, relayr's JSON otherwise.
+func TestASinkSendsTheConfiguredFormat(t *testing.T) {
+	s := &config.Secrets{Subscriptions: map[string]string{"acme/ops/rules": "whsec_new"}}
+	for _, f := range []webhook.Format{webhook.FormatRelayr, webhook.FormatCloudEventsStructured, webhook.FormatCloudEventsBinary} {
+		sub := config.Subscription{Tenant: "acme", Workspace: "ops", Name: "rules", URL: "https://rules.example.com/hook", Signature: "standard", Format: string(f)}
+		sink, ok := sinkFor(sub, s, Options{}, 30*time.Second, "r1", func(string) string { return "" }).(*webhook.Subscriber)
+		if !ok || sink.Format != f {
+			t.Fatalf("format %q: sink %+v", f, sink)
+		}
+	}
+	for f, want := range map[string]bool{"relayr": false, "cloudevents-structured": true} {
+		sub := config.Subscription{Tenant: "acme", Workspace: "ops", Name: "bus", Format: f,
+			NATS: &config.NATS{Servers: []string{"nats://127.0.0.1:4222"}, Stream: "RELAYR", SubjectPrefix: "relayr"}}
+		if got := NATSTarget(sub, config.NATSCredentials{}, time.Minute, "r1").CloudEvents; got != want {
+			t.Fatalf("format %q: CloudEvents %v, want %v", f, got, want)
+		}
+	}
+}

@@ -323,6 +323,13 @@ type Subscription struct {
 	// as before ADR-1014) or "both", the default (webhook.DefaultSigning),
 	// so a receiver that checks the old header goes on taking deliveries.
 	Signature string `toml:"signature"`
+	// Format is the body of what is delivered (ADR-1016): "relayr",
+	// relayr's own event JSON, the default (webhook.DefaultFormat), so an
+	// existing subscriber takes what it always took; or CloudEvents 1.0,
+	// "cloudevents-structured" (the whole event, for a url or a nats
+	// target) or "cloudevents-binary" (ce-* headers and the data as the
+	// body, for a url only).
+	Format string `toml:"format"`
 	// AllowInsecureHTTP lets url be plain http:// to a host that is not
 	// loopback; refused otherwise, since the events would cross the
 	// network in the clear.
@@ -758,6 +765,17 @@ func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...a
 			if s.PreviousSecret.Set() || s.Signature != "" {
 				add("%s: previous_secret and signature are for a url's webhooks, not a nats target", where)
 			}
+			// ADR-1016: into JetStream, the NATS binding's structured mode
+			// only, the stored message the whole event.
+			switch f := webhook.Format(s.Format); f {
+			case "":
+				c.Subscriptions[i].Format = string(webhook.DefaultFormat)
+			case webhook.FormatRelayr, webhook.FormatCloudEventsStructured:
+			case webhook.FormatCloudEventsBinary:
+				add("%s: format %q is for a url's webhooks; a nats target publishes CloudEvents as %q, the whole event as the message's data", where, f, webhook.FormatCloudEventsStructured)
+			default:
+				add("%s: format %s is not %q or %q", where, tracker.Quote(s.Format), webhook.FormatRelayr, webhook.FormatCloudEventsStructured)
+			}
 			if s.NATS.SubjectPrefix == "" {
 				s.NATS.SubjectPrefix = DefaultSubjectPrefix
 			}
@@ -769,6 +787,14 @@ func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...a
 		}
 		if !s.Secret.Set() {
 			add("%s: secret must be read from env or file", where)
+		}
+		// ADR-1016: relayr's own JSON unless asked, so an existing
+		// subscriber takes what it always took.
+		switch f := webhook.Format(s.Format); {
+		case f == "":
+			c.Subscriptions[i].Format = string(webhook.DefaultFormat)
+		case !f.Valid():
+			add("%s: format %s is not %q, %q or %q", where, tracker.Quote(s.Format), webhook.FormatRelayr, webhook.FormatCloudEventsStructured, webhook.FormatCloudEventsBinary)
 		}
 		// ADR-1014: both signatures unless asked, so an existing receiver
 		// checking X-Relayr-Signature is not refused a delivery.
