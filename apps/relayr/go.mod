@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
@@ -15,6 +16,7 @@ require (
 	github.com/relayr-go/relayr/adapters/jira v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
+	github.com/relayr-go/relayr/adapters/mcp v0.0.0
 	github.com/relayr-go/relayr/adapters/plane v0.0.0
 	github.com/relayr-go/relayr/adapters/vikunja v0.0.0
 	github.com/relayr-go/relayr/adapters/webhook v0.0.0
@@ -24,9 +26,21 @@ require (
 
 require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/oauth2 v0.37.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 require (
@@ -112,6 +126,7 @@ replace (
 	github.com/relayr-go/relayr/adapters/jira => ../../adapters/jira
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite
+	github.com/relayr-go/relayr/adapters/mcp => ../../adapters/mcp
 	github.com/relayr-go/relayr/adapters/plane => ../../adapters/plane
 	github.com/relayr-go/relayr/adapters/vikunja => ../../adapters/vikunja
 	github.com/relayr-go/relayr/adapters/webhook => ../../adapters/webhook
