@@ -115,6 +115,12 @@ type Config struct {
 	// UI, when set, is served at UIPath (the operator's page,
 	// adapters/httpapi/operator), behind the API's recovery and limits.
 	UI http.Handler
+	// MCP, when set, serves the Model Context Protocol's streamable HTTP
+	// at POST /relayr/v1/tenants/{tenant}/workspaces/{workspace}/mcp,
+	// behind the tenant's token (adapters/mcp's Handler, ADR-1015); the
+	// route answers 404 not_found when nil. It is a plain handler so that
+	// this module does not pull the MCP SDK.
+	MCP http.Handler
 }
 
 // UIPath is where the API serves Config.UI.
@@ -198,6 +204,7 @@ func (a *API) routes() []route {
 		{Route{http.MethodPost, workspacePath + "/items/update", false}, a.update},
 		{Route{http.MethodPost, workspacePath + "/comments", false}, a.comment},
 		{Route{http.MethodGet, workspacePath + "/events", false}, a.events},
+		{Route{http.MethodPost, workspacePath + "/mcp", false}, a.mcp},
 		{Route{http.MethodGet, "/healthz", true}, a.healthz},
 		{Route{http.MethodGet, "/readyz", true}, a.readyz},
 		{Route{http.MethodGet, "/metrics", false}, a.metrics},
@@ -675,6 +682,19 @@ func StatusOf(c writes.Code) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
+}
+
+// mcp serves Config.MCP to the path's tenant's token: its tools call the
+// API again with the same token, and the write routes check it again.
+func (a *API) mcp(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.tenantOf(w, r); !ok {
+		return
+	}
+	if a.c.MCP == nil {
+		writeError(w, http.StatusNotFound, "not_found", "MCP is not served here", 0)
+		return
+	}
+	a.c.MCP.ServeHTTP(w, r)
 }
 
 func (a *API) healthz(w http.ResponseWriter, _ *http.Request) {

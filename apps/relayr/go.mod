@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
@@ -16,6 +17,7 @@ require (
 	github.com/relayr-go/relayr/adapters/ledgerpg v0.0.0
 	github.com/relayr-go/relayr/adapters/ledgersqlite v0.0.0
 	github.com/relayr-go/relayr/adapters/linear v0.0.0
+	github.com/relayr-go/relayr/adapters/mcp v0.0.0
 	github.com/relayr-go/relayr/adapters/plane v0.0.0
 	github.com/relayr-go/relayr/adapters/vikunja v0.0.0
 	github.com/relayr-go/relayr/adapters/webhook v0.0.0
@@ -35,6 +37,18 @@ require (
 	github.com/relayr-go/relayr/adapters/cloudevents v0.0.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
+	github.com/getkin/kin-openapi v0.153.0 // indirect
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/oauth2 v0.37.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 require (
@@ -121,6 +135,7 @@ replace (
 	github.com/relayr-go/relayr/adapters/ledgerpg => ../../adapters/ledgerpg
 	github.com/relayr-go/relayr/adapters/ledgersqlite => ../../adapters/ledgersqlite
 	github.com/relayr-go/relayr/adapters/linear => ../../adapters/linear
+	github.com/relayr-go/relayr/adapters/mcp => ../../adapters/mcp
 	github.com/relayr-go/relayr/adapters/plane => ../../adapters/plane
 	github.com/relayr-go/relayr/adapters/vikunja => ../../adapters/vikunja
 	github.com/relayr-go/relayr/adapters/webhook => ../../adapters/webhook

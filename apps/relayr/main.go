@@ -6,6 +6,7 @@
 //	relayr check   -config relayr.toml   validate and reach every tracker
 //	relayr file    -url … -tenant … -workspace … -key … -title …
 //	relayr events  -url … -tenant … -workspace … [-follow]
+//	relayr mcp     -config relayr.toml -tenant … -workspace …   MCP over stdio
 //	relayr demo                          the whole loop on loopback
 //	relayr version [-json]               the release, commit and Go it was built from
 //
@@ -44,6 +45,7 @@ func commands() []command {
 		{"check", "validate the configuration and reach every bound tracker", runCheck},
 		{"file", "file an item once by key through a running relayr", runFile},
 		{"events", "read or follow a workspace's event feed", runEvents},
+		{"mcp", "serve MCP tools over stdio to a local agent, through a running relayr", runMCP},
 		{"demo", "show the whole loop on loopback, no tracker needed", runDemo},
 		{"version", "print the release, the commit and the Go version it was built from", runVersion},
 	}

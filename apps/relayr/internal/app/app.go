@@ -30,6 +30,7 @@ import (
 	"github.com/relayr-go/relayr/adapters/ledgerpg"
 	"github.com/relayr-go/relayr/adapters/ledgersqlite"
 	"github.com/relayr-go/relayr/adapters/linear"
+	relayrmcp "github.com/relayr-go/relayr/adapters/mcp"
 	"github.com/relayr-go/relayr/adapters/natsjs"
 	"github.com/relayr-go/relayr/adapters/plane"
 	"github.com/relayr-go/relayr/adapters/vikunja"
@@ -314,6 +315,10 @@ func New(ctx context.Context, c *config.Config, s *config.Secrets, o Options) (*
 			CapWindow: t.CapWindow.Or(writes.DefaultCapWindow), CapLimit: cmp.Or(t.CapLimit, writes.DefaultCapLimit),
 			Refresh: o.UIRefresh,
 		}),
+		// The MCP route's tools call the API itself, in process, with the
+		// caller's token (ADR-1015). The SDK's log stays off: it logs every
+		// stateless request's session at INFO, and the API logs the writes.
+		MCP: relayrmcp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.API.ServeHTTP(w, r) }), nil),
 	})
 	return a, nil
 }
