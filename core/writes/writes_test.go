@@ -1362,6 +1362,9 @@ func TestAnItemMadeIsRecordedThoughItsCallerGaveUp(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.fake.OnRequest(cancel) // the caller gives up as the create is sent
 		_, _ = e.w.EnsureItem(ctx, writes.EnsureParams{Tenant: "acme", Workspace: "ops", Key: "k", Draft: tracker.Draft{Title: "t"}, Correlation: "run-k"})
+		// The filing goes on without its caller: its record may land
+		// after the caller's answer.
+		synctest.Wait()
 		row := e.row(ledger.KindItem, "k")
 		if !row.Recorded || row.Ref.ID == "" {
 			t.Fatalf("the key's row after its caller gave up: %+v, want the item made recorded", row)
