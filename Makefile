@@ -15,13 +15,14 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race build-modules core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
+.PHONY: all test vet race release-check core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
 
 all: test
 
 ## test: vet and race-test every module (the demo and a short chaos run among
-## the tests), build each alone, check core stands alone, fuzz briefly.
-test: db nats core-alone go-directives vet build-modules race fuzz-short quickstart
+## the tests), check core stands alone, prove the modules from a module
+## proxy (release-check), fuzz briefly.
+test: db nats core-alone go-directives vet release-check race fuzz-short quickstart
 
 vet:
 	$(GO) vet work
@@ -29,12 +30,12 @@ vet:
 race:
 	$(GO) test -race -count=1 -timeout 20m work
 
-## build-modules: each module builds with GOWORK=off (a missing require hides in workspace mode).
-build-modules:
-	@set -e; for d in $(MODULE_DIRS); do \
-		echo "GOWORK=off go build $$d"; \
-		(cd $$d && GOWORK=off $(GO) build ./...); \
-	done
+## release-check: the modules as users get them: from a file-system module
+## proxy of this tree, outside the workspace, offline (scripts/release-check.sh):
+## each module builds alone, go install of the binary, examples/filer files
+## once and pulls no pgx, NATS or browser module, core vendors alone.
+release-check:
+	bash scripts/release-check.sh
 
 ## core-alone: core requires no module at all.
 core-alone:
@@ -117,8 +118,8 @@ demo:
 ## screenshots: the operator page's screenshots in docs/ui, taken by its
 ## browser tests in headless chromium (Debian's chromium package).
 screenshots:
-	cd apps/relayr && RELAYR_REQUIRE_BROWSER=1 RELAYR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
-		$(GO) test -count=1 -run TestOperatorPage ./internal/browser/
+	cd apps/relayr/internal/browser && RELAYR_REQUIRE_BROWSER=1 RELAYR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
+		$(GO) test -count=1 -run TestOperatorPage .
 
 ## fuzz-short / fuzz: every fuzz target, for a few seconds or about a minute each
 ## (counts of executions, not durations: scripts/fuzz.sh says why).

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cloudevents/sdk-go/v2 v2.16.2
-	github.com/relayr-go/relayr/core v0.0.0
+	github.com/relayr-go/relayr/core v0.1.0
 )
 
 require (
@@ -12,5 +12,3 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 )
-
-replace github.com/relayr-go/relayr/core => ../../core

@@ -2,10 +2,4 @@ module github.com/relayr-go/relayr/adapters/httpapi
 
 go 1.26.0
 
-require github.com/relayr-go/relayr/core v0.0.0
-
-replace github.com/relayr-go/relayr/core => ../../core
-
-require github.com/relayr-go/relayr/fixtures v0.0.0
-
-replace github.com/relayr-go/relayr/fixtures => ../../fixtures
+require github.com/relayr-go/relayr/core v0.1.0

@@ -3,7 +3,7 @@ module github.com/relayr-go/relayr/adapters/ledgersqlite
 go 1.26.0
 
 require (
-	github.com/relayr-go/relayr/core v0.0.0
+	github.com/relayr-go/relayr/core v0.1.0
 	modernc.org/sqlite v1.59.0
 )
 
@@ -18,5 +18,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/relayr-go/relayr/core => ../../core

@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
-	github.com/relayr-go/relayr/adapters/httpapi v0.0.0
-	github.com/relayr-go/relayr/core v0.0.0
+	github.com/relayr-go/relayr/adapters/httpapi v0.1.0
+	github.com/relayr-go/relayr/core v0.1.0
 )
 
 require (
@@ -17,10 +17,4 @@ require (
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-)
-
-replace (
-	github.com/relayr-go/relayr/adapters/httpapi => ../httpapi
-	github.com/relayr-go/relayr/core => ../../core
-	github.com/relayr-go/relayr/fixtures => ../../fixtures
 )

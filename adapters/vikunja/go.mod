@@ -3,13 +3,8 @@ module github.com/relayr-go/relayr/adapters/vikunja
 go 1.26.0
 
 require (
-	github.com/relayr-go/relayr/core v0.0.0
-	github.com/relayr-go/relayr/fixtures v0.0.0
+	github.com/relayr-go/relayr/core v0.1.0
+	github.com/relayr-go/relayr/fixtures v0.1.0
 )
 
 require github.com/evanphx/json-patch/v5 v5.9.11 // indirect
-
-replace (
-	github.com/relayr-go/relayr/core => ../../core
-	github.com/relayr-go/relayr/fixtures => ../../fixtures
-)

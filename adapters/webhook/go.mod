@@ -2,19 +2,15 @@ module github.com/relayr-go/relayr/adapters/webhook
 
 go 1.26.0
 
-require github.com/relayr-go/relayr/core v0.0.0
+require github.com/relayr-go/relayr/core v0.1.0
 
-replace github.com/relayr-go/relayr/core => ../../core
-
-require github.com/relayr-go/relayr/fixtures v0.0.0
+require github.com/relayr-go/relayr/fixtures v0.1.0
 
 require github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 
-replace github.com/relayr-go/relayr/fixtures => ../../fixtures
-
 require (
 	github.com/cloudevents/sdk-go/v2 v2.16.2
-	github.com/relayr-go/relayr/adapters/cloudevents v0.0.0
+	github.com/relayr-go/relayr/adapters/cloudevents v0.1.0
 )
 
 require (
@@ -25,5 +21,3 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 )
-
-replace github.com/relayr-go/relayr/adapters/cloudevents => ../cloudevents

@@ -1,6 +1,9 @@
 // Package pgtest gives tests a PostgreSQL to run against: the one named by
-// RELAYR_TEST_DATABASE_URL, else one started through testcontainers, else a
-// failure naming both. It never skips, so with RELAYR_REQUIRE_DB=1 (as CI
+// RELAYR_TEST_DATABASE_URL, else a failure saying how to get one (the
+// machine's server, as make test starts it, or tools/testdb, which starts
+// one in Docker through testcontainers and runs the tests against it; it is
+// a module of its own, so that no module a user requires pulls in a
+// container client). It never skips, so with RELAYR_REQUIRE_DB=1 (as CI
 // sets it) no database test can pass by not running.
 //
 // Each test gets its own schema, dropped when it ends, so tests run in
@@ -13,15 +16,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/testcontainers/testcontainers-go/modules/postgres"
 )
 
 // EnvURL names the variable that points the tests at a server, e.g.
@@ -47,42 +47,16 @@ const (
 	restrictedPassword = "relayr-test"
 )
 
-var (
-	containerOnce sync.Once
-	containerURL  string
-	containerErr  error
-)
-
-// URL answers the server's URL for the admin user: RELAYR_TEST_DATABASE_URL,
-// else a testcontainers PostgreSQL started once per test binary (and reaped
-// by testcontainers when it exits), else it fails t.
+// URL answers the server's URL for the admin user, RELAYR_TEST_DATABASE_URL,
+// or fails t saying how to get one.
 func URL(t testing.TB) string {
 	t.Helper()
 	if url := os.Getenv(EnvURL); url != "" {
 		return url
 	}
-	containerOnce.Do(func() { containerURL, containerErr = startContainer() })
-	if containerErr != nil {
-		t.Fatalf("pgtest: no PostgreSQL: %s is not set, and starting one through testcontainers failed: %v", EnvURL, containerErr)
-	}
-	return containerURL
-}
-
-func startContainer() (url string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("testcontainers: %v", r)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := postgres.Run(ctx, "postgres:16-alpine",
-		postgres.WithDatabase("relayr"), postgres.WithUsername("postgres"), postgres.WithPassword("postgres"),
-		postgres.BasicWaitStrategies())
-	if err != nil {
-		return "", err
-	}
-	return c.ConnectionString(ctx, "sslmode=disable")
+	t.Fatalf("pgtest: no PostgreSQL: set %s (make test sets it to the machine's server on 127.0.0.1:5432), "+
+		"or run the tests in one started with Docker: go run ./tools/testdb -- go test ./adapters/ledgerpg/...", EnvURL)
+	return ""
 }
 
 // Admin answers a fresh pool configuration for the admin user.
