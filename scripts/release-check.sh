@@ -167,6 +167,6 @@ grep '^# ' "$prod/vendor/modules.txt"
 
 step "module graphs (go list -m all, outside the workspace)"
 printf '%-32s %s\n' core "${sizes[core]}" adapters/vikunja "${sizes[adapters/vikunja]}" \
-	adapters/ledgersqlite "${sizes[adapters/ledgersqlite]}" examples "${sizes[examples]}" apps/relayr "${sizes[apps/relayr]}"
+	adapters/ledgersqlite "${sizes[adapters/ledgersqlite]}" adapters/ledgerpg "${sizes[adapters/ledgerpg]}" examples "${sizes[examples]}" apps/relayr "${sizes[apps/relayr]}"
 [ "${sizes[core]}" = 1 ] || fail "core requires other modules"
 echo "release-check: $version passed"
