@@ -8,7 +8,7 @@ package linear
 // newest comment's time moves the item's UpdatedAt (items.go), and its
 // attachments carry the key.
 const issueFields = `fragment IssueFields on Issue {
-  id identifier number url title description createdAt updatedAt archivedAt trashed
+  id identifier number title description createdAt updatedAt archivedAt trashed
   state { id type }
   team { id }
   labels(first: 50) { nodes { id name } }

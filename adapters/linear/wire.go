@@ -20,7 +20,6 @@ type wireIssue struct {
 	ID          string     `json:"id"`
 	Identifier  string     `json:"identifier"`
 	Number      float64    `json:"number"`
-	URL         string     `json:"url"`
 	Title       string     `json:"title"`
 	Description *string    `json:"description"`
 	CreatedAt   time.Time  `json:"createdAt"`
