@@ -102,8 +102,14 @@ func newEnv(t *testing.T, opts ...func(*httpapi.Config)) *env {
 // deletions by webhook; a Plane-like one, as Plane, doesn't).
 func newEnvOf(t *testing.T, flavour faketracker.Flavour, opts ...func(*httpapi.Config)) *env {
 	t.Helper()
+	return newEnvOver(t, flavour, nil, opts...)
+}
+
+// newEnvOver is newEnvOf over a fake set up with fakeOpts as well.
+func newEnvOver(t *testing.T, flavour faketracker.Flavour, fakeOpts []faketracker.Option, opts ...func(*httpapi.Config)) *env {
+	t.Helper()
 	clk := clock.NewFake(t0)
-	fake := faketracker.New(flavour, faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS"))
+	fake := faketracker.New(flavour, append([]faketracker.Option{faketracker.WithClock(clk), faketracker.WithProject("proj", "OPS")}, fakeOpts...)...)
 	led := memledger.New()
 	conn := &faketracker.Connector{Fake: fake}
 	bindings := []binding.Binding{
@@ -671,6 +677,21 @@ func TestWebhook(t *testing.T) {
 		if got := e.waker.list(); len(got) != 2 {
 			t.Fatalf("woken %v, want both acme workspaces bound to the project", got)
 		}
+	})
+	t.Run("ADeliveryIsAnsweredWithTheStatusTheTrackerCountsAsDelivered", func(t *testing.T) {
+		e := newEnvOver(t, faketracker.LikePlane, []faketracker.Option{faketracker.WithDeliveredStatus(http.StatusOK)})
+		asked(e)
+		h, b := signed(e, secret)
+		if r := post(e, hook, h, b); r.status != http.StatusOK || len(e.waker.list()) != 2 {
+			t.Fatalf("%d %s, woken %v", r.status, r.body, e.waker.list())
+		}
+		// A replay is answered as delivered too, and wakes nobody again.
+		if r := post(e, hook, h, b); r.status != http.StatusOK || len(e.waker.list()) != 2 {
+			t.Fatalf("replay: %d %s, woken %v", r.status, r.body, e.waker.list())
+		}
+		// A forged delivery is not delivered, whatever the tracker asks.
+		h, b = signed(e, "wrong")
+		want(t, post(e, hook, h, b), 401, "unauthorized")
 	})
 	t.Run("ADeletionDeliveryPassesTheDeletedItemToTheFollowers", func(t *testing.T) {
 		e := newEnvOf(t, faketracker.LikeVikunja)

@@ -100,6 +100,9 @@ type Tracker struct {
 	// quiet: a comment leaves an item's updated_at as it is within this
 	// long of its last change (WithQuietTouch).
 	quiet time.Duration
+	// delivered is the status a webhook delivery is answered with
+	// (Capabilities.DeliveredStatus); 0 for the default.
+	delivered int
 }
 
 var (
@@ -112,7 +115,7 @@ var (
 // and holds every state; the Vikunja flavour folds the states into todo
 // and done, keeps time to the second and reports deletions by webhook.
 func (t *Tracker) Capabilities() tracker.Capabilities {
-	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond, ProjectComments: t.allComments, QuietTouch: t.quiet}
+	c := tracker.Capabilities{Name: "fake", MaxPage: PageSize, TimePrecision: time.Nanosecond, ProjectComments: t.allComments, QuietTouch: t.quiet, DeliveredStatus: t.delivered}
 	if t.flavour == LikePlane {
 		c.KeysEnforced = true
 		return c
@@ -150,6 +153,11 @@ func WithProjectComments() Option { return func(t *Tracker) { t.allComments = tr
 // when the item changed less than d ago, as GitLab's throttled touch does
 // (a minute), and says so in the fake's Capabilities (QuietTouch).
 func WithQuietTouch(d time.Duration) Option { return func(t *Tracker) { t.quiet = d } }
+
+// WithDeliveredStatus makes the fake ask for its webhook deliveries to be
+// answered with status, as Linear counts only a 200 as delivered
+// (Capabilities.DeliveredStatus).
+func WithDeliveredStatus(status int) Option { return func(t *Tracker) { t.delivered = status } }
 
 // WithProject names the fake's project (default "proj") and identifier
 // (default "FAKE").
