@@ -632,7 +632,7 @@ func TestAFaultInTheKubernetesManifestsIsCaught(t *testing.T) {
 		{"root", "deployment.yaml", "            runAsNonRoot: true\n            runAsUser: 65532", "            runAsNonRoot: false\n            runAsUser: 0", "runAsNonRoot is not true"},
 		{"a capability kept", "deployment.yaml", `drop: ["ALL"]`, `drop: ["NET_RAW"]`, "drop ALL capabilities"},
 		{"an API token mounted", "serviceaccount.yaml", "automountServiceAccountToken: false", "automountServiceAccountToken: true", "automountServiceAccountToken is not false"},
-		{"the latest image", "deployment.yaml", "relayr:v0.4.0", "relayr:latest", "at a pinned release"},
+		{"the latest image", "deployment.yaml", "relayr:v0.1.0", "relayr:latest", "at a pinned release"},
 		{"no -config", "deployment.yaml", `args: ["-config", "/etc/relayr/relayr.toml"]`, `args: []`, "not the image's relayr serve"},
 		{"a ConfigMap apart from relayr.toml", "configmap.yaml", `listen = ":8080"`, `listen = ":8081"`, "differs from kubernetes/relayr.toml"},
 		{"a listen off the container's port", "relayr.toml", `listen = ":8080"`, `listen = ":9090"`, "not on the container's port 8080"},
