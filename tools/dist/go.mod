@@ -1,0 +1,3 @@
+module github.com/relayr-go/relayr/tools/dist
+
+go 1.26.0
