@@ -7,8 +7,9 @@
 // A release binary is static and reproducible: no cgo, no file system
 // paths (-trimpath), no symbol table or DWARF (-s -w), an empty Go build ID
 // (-buildid=), the release named by -X main.release, and the VCS stamp
-// (commit, commit time, modified) left to the go command's default, which
-// stamps a build from a git checkout. The same commit, Go toolchain and
+// (commit, commit time, modified) as the go command's default
+// (-buildvcs=auto) makes it in a git checkout. (Go stamps nothing in a
+// linked worktree, whose .git is a file.) The same commit, Go toolchain and
 // platform give the same bytes, whatever the machine, the checkout's path or
 // the build cache.
 package build
@@ -28,13 +29,14 @@ import (
 const Package = "./apps/relayr"
 
 // Flags are the go build flags of a release build naming itself version
-// (set as main.release, which `relayr version` reports): -trimpath and
-// -ldflags "-s -w -buildid= -X main.release=<version>". -buildvcs is not
-// among them: its default stamps the commit, and Env clears GOFLAGS, where
-// a -buildvcs=false would otherwise drop it.
+// (set as main.release, which `relayr version` reports): -trimpath,
+// -ldflags "-s -w -buildid= -X main.release=<version>", and -buildvcs=auto,
+// the go command's default, written out because a GOFLAGS=-buildvcs=false
+// (in the environment, or in go env's file) would drop the commit stamp.
 func Flags(version string) []string {
 	return []string{
 		"-trimpath",
+		"-buildvcs=auto",
 		"-ldflags", "-s -w -buildid= -X main.release=" + version,
 	}
 }
@@ -42,9 +44,11 @@ func Flags(version string) []string {
 // Env is the environment of a release build for goos/goarch: the
 // process's own (PATH, HOME, GOCACHE, GOPROXY, GOWORK…), with cgo off, the
 // target platform, the default instruction set levels (GOAMD64=v1,
-// GOARM64=v8.0) whatever the caller's shell says, and GOFLAGS empty, so
-// that flags set there (-buildvcs=false, -race, -tags) cannot change a
-// release.
+// GOARM64=v8.0) whatever the caller's shell says, and GOFLAGS replaced by
+// the default -buildvcs=auto, so that flags set in the caller's GOFLAGS
+// (-race, -tags, -buildvcs=false), whether in the environment or in go
+// env's file (go env -w), cannot change a release. An empty GOFLAGS would
+// not do: the go command then reads go env's file.
 func Env(goos, goarch string) []string {
 	return append(os.Environ(),
 		"CGO_ENABLED=0",
@@ -52,7 +56,7 @@ func Env(goos, goarch string) []string {
 		"GOARCH="+goarch,
 		"GOAMD64=v1",
 		"GOARM64=v8.0",
-		"GOFLAGS=",
+		"GOFLAGS=-buildvcs=auto",
 	)
 }
 
