@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -134,6 +135,7 @@ func dist(ctx context.Context, cfg config) (result, error) {
 	if err != nil {
 		return res, err
 	}
+	var stamped, warned bool
 	for _, p := range cfg.Platforms {
 		start := time.Now()
 		bin := path.Join(p.dir(), build.ExeName(p.os))
@@ -146,6 +148,17 @@ func dist(ctx context.Context, cfg config) (result, error) {
 		}
 		res.Binaries = append(res.Binaries, bin)
 		built := time.Since(start)
+		if !stamped && !warned {
+			stamped, err = hasCommitStamp(binPath)
+			if err != nil {
+				return res, err
+			}
+			if !stamped {
+				logf(cfg.Log, "note: the go command stamped no commit (a linked git worktree, whose .git is a file, gets none): "+
+					"these binaries differ from a clone's by that stamp; the SBOMs name the commit git names")
+				warned = true
+			}
+		}
 
 		base := "relayr_" + res.Version + "_" + p.dir()
 		bom, err := sbom.Generate(binPath, sbom.Options{Version: res.Version, Revision: src.Commit, Time: res.Epoch, Tool: toolName})
@@ -173,7 +186,7 @@ func dist(ctx context.Context, cfg config) (result, error) {
 			}
 			res.Archives = append(res.Archives, name)
 		}
-		logf(cfg.Log, "%s: built in %s, packed in %s", p, built.Round(100*time.Millisecond), (time.Since(start) - built).Round(100*time.Millisecond))
+		logf(cfg.Log, "%s: built in %s, written in %s", p, built.Round(100*time.Millisecond), (time.Since(start) - built).Round(100*time.Millisecond))
 	}
 
 	summed := append(slices.Clone(res.Archives), res.SBOMs...)
@@ -296,4 +309,19 @@ func logf(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format+"\n", args...)
 	}
+}
+
+// hasCommitStamp says whether the go command stamped the binary with its
+// commit (vcs.revision).
+func hasCommitStamp(p string) (bool, error) {
+	info, err := buildinfo.ReadFile(p)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
