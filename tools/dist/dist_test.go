@@ -152,7 +152,7 @@ func checkTarGz(t *testing.T, root string, data, binary []byte) {
 	var got []string
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

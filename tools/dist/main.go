@@ -30,6 +30,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	platforms := fs.String("platforms", strings.Join(defaultPlatforms, ","), "the comma-separated GOOS/GOARCH pairs to build")
 	fs.BoolVar(&cfg.Archives, "archives", true, "write an archive per platform (false: the binaries and SBOMs only)")
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2

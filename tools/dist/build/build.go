@@ -81,12 +81,12 @@ func Binary(ctx context.Context, repoRoot, goos, goarch, version, outPath string
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil { //nolint:gosec // G301: a folder of artifacts to publish, readable by all
 		return fmt.Errorf("build: %w", err)
 	}
 	args := append([]string{"build"}, Flags(version)...)
 	args = append(args, "-o", abs, Package)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // G204: the go command, with Flags and the caller's platform and path
 	cmd.Dir = repoRoot
 	cmd.Env = Env(goos, goarch)
 	var out bytes.Buffer

@@ -159,7 +159,7 @@ func isNoTag(err error) bool { return errors.Is(err, errNoTag) }
 
 // git runs git in dir and answers its standard output.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", args...) //nolint:gosec // G204: git, with this package's own arguments
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C") // git's messages, read below, in English
 	var stdout, stderr bytes.Buffer
