@@ -13,7 +13,6 @@ package archive
 import (
 	"archive/tar"
 	"archive/zip"
-	"compress/flate"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -40,12 +39,11 @@ func TarGz(w io.Writer, entries []Entry, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
 	// The gzip header keeps its zero values: no name, no comment, time 0,
 	// and the OS byte 255 ("unknown") the standard library always writes.
+	// The default level, not the best: on relayr's binary the best is
+	// 0.35% smaller and takes 2.8 times as long.
+	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
 	for _, e := range sorted {
 		if err := tarEntry(tw, e, mtime); err != nil {
@@ -87,10 +85,7 @@ func Zip(w io.Writer, entries []Entry, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	zw := zip.NewWriter(w)
-	zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(out, flate.BestCompression)
-	})
+	zw := zip.NewWriter(w) // deflate at its default level, as the tar.gz
 	for _, e := range sorted {
 		if err := zipEntry(zw, e, mtime); err != nil {
 			return err
