@@ -15,7 +15,7 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race release-check core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr screenshots quickstart clean
+.PHONY: all test vet race release-check core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr dist screenshots quickstart clean
 
 all: test
 
@@ -105,6 +105,12 @@ chaos: db
 ## relayr: the static binary (no cgo).
 relayr:
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o bin/relayr ./apps/relayr
+
+## dist: the release artifacts in bin/dist (ADR-1017): a static, reproducible
+## binary for linux/amd64, linux/arm64, darwin/amd64, darwin/arm64 and
+## windows/amd64, an archive and a CycloneDX SBOM of each, and SHA256SUMS.
+dist:
+	$(GO) run ./tools/dist -out bin/dist
 
 ## quickstart: docs/quickstart.md run as written, in a copy of the tree
 ## (Vikunja's emulation on 127.0.0.1:3456, relayr on 127.0.0.1:8080).
