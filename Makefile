@@ -15,14 +15,14 @@ export RELAYR_TEST_NATS_URL
 
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
 
-.PHONY: all test vet race release-check core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr dist screenshots quickstart clean
+.PHONY: all test vet race release-check core-alone go-directives db nats lint bench demo chaos fuzz fuzz-short relayr dist image image-check screenshots quickstart clean
 
 all: test
 
 ## test: vet and race-test every module (the demo and a short chaos run among
 ## the tests), check core stands alone, prove the modules from a module
-## proxy (release-check), fuzz briefly.
-test: db nats core-alone go-directives vet release-check race fuzz-short quickstart
+## proxy (release-check), fuzz briefly, run the image in podman (image-check).
+test: db nats core-alone go-directives vet release-check race fuzz-short quickstart image-check
 
 vet:
 	$(GO) vet work
@@ -116,6 +116,16 @@ dist:
 ## (Vikunja's emulation on 127.0.0.1:3456, relayr on 127.0.0.1:8080).
 quickstart:
 	bash scripts/quickstart.sh
+
+## image: the container image, an OCI archive of linux/amd64 and linux/arm64
+## (bin/relayr-image.tar), built without a daemon or a base image (tools/image).
+image:
+	$(GO) run ./tools/image -out bin/relayr-image.tar
+
+## image-check: the image loaded into podman, relayr version and relayr demo
+## run in it (scripts/image-check.sh; fails where podman is missing).
+image-check: image
+	bash scripts/image-check.sh bin/relayr-image.tar
 
 ## demo: the whole loop on loopback, no tracker installed.
 demo:
