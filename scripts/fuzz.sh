@@ -30,9 +30,11 @@ GO=${GO:-go}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-mapfile -t dirs < <(grep -rl --include='*_test.go' \
-	--exclude-dir=.git --exclude-dir=vendor --exclude-dir=testdata --exclude-dir=node_modules \
-	'^func Fuzz' . | xargs -r -n1 dirname | sort -u)
+# The tree's own test files (what git tracks or would track): never bin/,
+# where make release-check unpacks modules and a module cache.
+mapfile -t dirs < <(git ls-files -z --cached --others --exclude-standard -- '*_test.go' |
+	grep -zv -e '/testdata/' -e '/vendor/' | xargs -0 -r grep -l '^func Fuzz' | xargs -r -n1 dirname |
+	sed 's|^|./|' | sort -u)
 if [[ ${#dirs[@]} -eq 0 ]]; then
 	echo "fuzz: no fuzz targets found" >&2
 	exit 1
