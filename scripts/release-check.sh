@@ -24,7 +24,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 GO="${GO:-go}"
-work="${RELEASE_CHECK_DIR:-$root/bin/release-check}"
+# Outside the tree: the modules it unpacks and its module cache hold go.mod
+# files, which nothing looking for the tree's modules should find. It is
+# removed at the end unless RELEASE_CHECK_DIR names a folder to keep.
+work="${RELEASE_CHECK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/relayr-release-check.XXXXXX")}"
 
 step() { printf '\n== release-check: %s\n' "$*"; }
 fail() { printf 'release-check: FAIL: %s\n' "$*" >&2; exit 1; }
@@ -32,6 +35,12 @@ fail() { printf 'release-check: FAIL: %s\n' "$*" >&2; exit 1; }
 clean_cache() { [ -d "$1" ] && GOMODCACHE="$1" GOWORK=off "$GO" clean -modcache >/dev/null 2>&1; rm -rf "$1"; }
 clean_cache "$work/modcache" || true
 rm -rf "$work"
+emu=""
+finish() {
+	[ -z "$emu" ] || kill "$emu" 2>/dev/null || true
+	if [ -z "${RELEASE_CHECK_DIR:-}" ]; then clean_cache "$work/modcache" || true; rm -rf "$work"; fi
+}
+trap finish EXIT
 mkdir -p "$work/src" "$work/gobin"
 
 step "no replace directive; siblings at one version"
@@ -110,7 +119,6 @@ fi
 echo "its module graph: $(wc -l < "$work/filer-modules.txt") modules, no pgx, NATS, browser or container module"
 "$work/emulate" -listen 127.0.0.1:0 -env "$work/vikunja.env" 2>"$work/emulate.log" &
 emu=$!
-trap 'kill $emu 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do [ -s "$work/vikunja.env" ] && break; sleep 0.1; done
 [ -s "$work/vikunja.env" ] || fail "the emulation did not start: $(cat "$work/emulate.log")"
 # shellcheck disable=SC1091
