@@ -3,6 +3,7 @@ package linear_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -17,29 +18,38 @@ import (
 // or not, and Item and Items answer the same version.
 func TestACommentMovesItsItemWhateverLinearDoes(t *testing.T) {
 	for _, moves := range []bool{false, true} {
-		em := newEmulated(t, linearemu.Options{CommentsMoveUpdatedAt: moves}, linear.Config{})
-		d := em.driver(t)
-		ctx := context.Background()
-		it, err := d.Create(ctx, "k1", tracker.Draft{Title: "commented"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		em.clock.Advance(time.Hour)
-		since := em.clock.Now()
-		if _, err := em.person.Comment(it.Ref.ID, "a person's word"); err != nil {
-			t.Fatal(err)
-		}
-		pg, err := d.Items(ctx, tracker.Query{Since: since})
-		if err != nil || len(pg.Items) != 1 || pg.Items[0].UpdatedAt.Before(since) {
-			t.Fatalf("moves=%v: Items since the comment: %+v %v", moves, pg.Items, err)
-		}
-		one, err := d.Item(ctx, it.Ref.ID)
-		if err != nil || !one.UpdatedAt.Equal(pg.Items[0].UpdatedAt) {
-			t.Fatalf("moves=%v: Item reads %s, Items %s", moves, one.UpdatedAt, pg.Items[0].UpdatedAt)
-		}
-		cs, ok, err := d.ProjectComments(ctx, since, 3)
-		if err != nil || !ok || len(cs) != 1 || cs[0].ItemID != it.Ref.ID || cs[0].Key != "" {
-			t.Fatalf("moves=%v: the team's comments %+v %v %v", moves, cs, ok, err)
+		// Which end of an issue's comments is the newest is undocumented
+		// too (sheet §6): the item moves to its newest comment either way.
+		for _, oldest := range []bool{false, true} {
+			name := fmt.Sprintf("moves=%v oldestFirst=%v", moves, oldest)
+			em := newEmulated(t, linearemu.Options{CommentsMoveUpdatedAt: moves, CommentsOldestFirst: oldest}, linear.Config{})
+			d := em.driver(t)
+			ctx := context.Background()
+			it, err := d.Create(ctx, "k1", tracker.Draft{Title: "commented"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.clock.Advance(time.Hour)
+			if _, err := em.person.Comment(it.Ref.ID, "a person's first word"); err != nil {
+				t.Fatal(err)
+			}
+			em.clock.Advance(time.Hour)
+			since := em.clock.Now()
+			if _, err := em.person.Comment(it.Ref.ID, "a person's word"); err != nil {
+				t.Fatal(err)
+			}
+			pg, err := d.Items(ctx, tracker.Query{Since: since})
+			if err != nil || len(pg.Items) != 1 || pg.Items[0].UpdatedAt.Before(since) {
+				t.Fatalf("%s: Items since the comment: %+v %v", name, pg.Items, err)
+			}
+			one, err := d.Item(ctx, it.Ref.ID)
+			if err != nil || !one.UpdatedAt.Equal(pg.Items[0].UpdatedAt) {
+				t.Fatalf("%s: Item reads %s, Items %s", name, one.UpdatedAt, pg.Items[0].UpdatedAt)
+			}
+			cs, ok, err := d.ProjectComments(ctx, since, 3)
+			if err != nil || !ok || len(cs) != 1 || cs[0].ItemID != it.Ref.ID || cs[0].Key != "" {
+				t.Fatalf("%s: the team's comments %+v %v %v", name, cs, ok, err)
+			}
 		}
 	}
 }

@@ -33,11 +33,12 @@ var positions = []position{
 	{name: "AsDocumented", opts: linearemu.Options{}},
 	{name: "DuplicateAnsweredWithTheIssue", opts: linearemu.Options{DuplicateID: linearemu.DuplicateSuccess}},
 	{name: "CommentsMoveUpdatedAt", opts: linearemu.Options{CommentsMoveUpdatedAt: true}},
+	{name: "CommentsOldestFirst", opts: linearemu.Options{CommentsOldestFirst: true}},
 	{name: "FirstAtMost50", opts: linearemu.Options{MaxFirst: 50}},
 	{name: "TrashedNotFound", opts: linearemu.Options{TrashedNotFound: true}},
 	{name: "HTMLCommentsDropped", opts: linearemu.Options{DropHTMLComments: true}},
 	{name: "RetryKeepsDelivery", opts: linearemu.Options{RetryKeepsDelivery: true}},
-	{name: "AllAtOnce", opts: linearemu.Options{DuplicateID: linearemu.DuplicateSuccess, CommentsMoveUpdatedAt: true, MaxFirst: 50,
+	{name: "AllAtOnce", opts: linearemu.Options{DuplicateID: linearemu.DuplicateSuccess, CommentsMoveUpdatedAt: true, CommentsOldestFirst: true, MaxFirst: 50,
 		TrashedNotFound: true, DropHTMLComments: true, RetryKeepsDelivery: true}},
 }
 

@@ -6,7 +6,9 @@ package linear
 
 // issueFields is what the driver reads of an issue (schema Issue): its
 // newest comment's time moves the item's UpdatedAt (items.go), and its
-// attachments carry the key.
+// attachments carry the key. The newest comment is one end of the list,
+// which end undocumented (sheet §6 "the default direction is not
+// documented"): both ends are read, the later taken.
 const issueFields = `fragment IssueFields on Issue {
   id identifier number title description createdAt updatedAt archivedAt trashed
   state { id type }
@@ -14,6 +16,7 @@ const issueFields = `fragment IssueFields on Issue {
   labels(first: 50) { nodes { id name } }
   attachments(first: 10) { nodes { url } }
   comments(first: 1, orderBy: createdAt) { nodes { createdAt } }
+  lastComment: comments(last: 1, orderBy: createdAt) { nodes { createdAt } }
 }`
 
 const qWorkspace = `query Workspace($team: String!) {

@@ -41,11 +41,17 @@ type wireIssue struct {
 			URL string `json:"url"`
 		} `json:"nodes"`
 	} `json:"attachments"`
-	Comments struct {
-		Nodes []struct {
-			CreatedAt time.Time `json:"createdAt"`
-		} `json:"nodes"`
-	} `json:"comments"`
+	// Comments and LastComment are the two ends of the issue's comments,
+	// one of them the newest (queries.go).
+	Comments    commentEnd `json:"comments"`
+	LastComment commentEnd `json:"lastComment"`
+}
+
+// commentEnd is one end of an issue's comment list: a comment's time.
+type commentEnd struct {
+	Nodes []struct {
+		CreatedAt time.Time `json:"createdAt"`
+	} `json:"nodes"`
 }
 
 func (w *wireIssue) valid() bool {
@@ -287,7 +293,7 @@ func (d *Driver) item(w *wireIssue) tracker.Item {
 	if held, ok := d.holds[it.State]; ok {
 		it.State = held
 	}
-	for _, c := range w.Comments.Nodes {
+	for _, c := range slices.Concat(w.Comments.Nodes, w.LastComment.Nodes) {
 		if c.CreatedAt.After(it.UpdatedAt) {
 			it.UpdatedAt = c.CreatedAt.UTC()
 		}
