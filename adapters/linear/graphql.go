@@ -151,11 +151,11 @@ const (
 // errors; partial data is still decoded into out for a caller that reads
 // what landed (errs names the fields that failed).
 func (d *Driver) do(ctx context.Context, cl class, query string, vars map[string]any, out any) (errs map[string]error, err error) {
-	if err := d.pacer.enter(ctx, cl); err != nil {
+	if err := d.pacer.enter(ctx, cl, query); err != nil {
 		return nil, err
 	}
 	a, err := d.cl.Do(ctx, trackerhttp.Request{Method: http.MethodPost, Body: map[string]any{"query": query, "variables": vars}})
-	d.pacer.observe(a)
+	d.pacer.observe(a, cl, query)
 	if rem, reset, ok := requestsLeft(a.Header); ok {
 		// The shared budget's window of Linear's requests takes Linear's
 		// word (budget.TrackerWindows["linear"]).

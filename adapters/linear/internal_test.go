@@ -98,16 +98,45 @@ func TestPollsLeaveTheWritesTheirShare(t *testing.T) {
 	p := newPacer(func() time.Time { return now }, nil)
 	reset := strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10)
 	p.observe(answer(http.Header{"X-Ratelimit-Requests-Limit": {"2500"}, "X-Ratelimit-Requests-Remaining": {"1000"}, "X-Ratelimit-Requests-Reset": {reset},
-		"X-Ratelimit-Complexity-Limit": {"250000"}, "X-Ratelimit-Complexity-Remaining": {"30000"}, "X-Ratelimit-Complexity-Reset": {reset}, "X-Complexity": {"2000"}}))
-	if w, why := p.room(poll); w != 0 {
+		"X-Ratelimit-Complexity-Limit": {"250000"}, "X-Ratelimit-Complexity-Remaining": {"30000"}, "X-Ratelimit-Complexity-Reset": {reset}, "X-Complexity": {"2000"}}), poll, qChanged)
+	if w, why := p.room(poll, qChanged); w != 0 {
 		t.Fatalf("a poll waits %s (%s) with room on both axes", w, why)
 	}
 	p.observe(answer(http.Header{"X-Ratelimit-Complexity-Limit": {"250000"}, "X-Ratelimit-Complexity-Remaining": {"30000"}, "X-Ratelimit-Complexity-Reset": {reset}, "X-Complexity": {"2000"},
-		"X-Ratelimit-Requests-Limit": {"2500"}, "X-Ratelimit-Requests-Remaining": {"200"}, "X-Ratelimit-Requests-Reset": {reset}}))
-	if w, _ := p.room(poll); w != time.Hour {
+		"X-Ratelimit-Requests-Limit": {"2500"}, "X-Ratelimit-Requests-Remaining": {"200"}, "X-Ratelimit-Requests-Reset": {reset}}), poll, qChanged)
+	if w, _ := p.room(poll, qChanged); w != time.Hour {
 		t.Fatalf("a poll into the writes' share of requests waits %s, want the reset", w)
 	}
-	if w, _ := p.room(write); w != 0 {
+	if w, _ := p.room(write, mCreate); w != 0 {
+		t.Fatalf("a write waits %s", w)
+	}
+}
+
+// A poll is taken to cost what the same query cost last; a query not yet
+// seen what the dearest poll cost; a write's cost teaches nothing.
+func TestAPollCostsWhatItsQueryCostLast(t *testing.T) {
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	p := newPacer(func() time.Time { return now }, nil)
+	reset := strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10)
+	points := func(remaining, cost string) http.Header {
+		return http.Header{"X-Ratelimit-Complexity-Limit": {"250000"}, "X-Ratelimit-Complexity-Remaining": {remaining},
+			"X-Ratelimit-Complexity-Reset": {reset}, "X-Complexity": {cost}}
+	}
+	p.observe(answer(points("30000", "4")), poll, qProbe)
+	p.observe(answer(points("30000", "4000")), poll, qChanged)
+	p.observe(answer(points("26100", "20000")), write, mCreate)
+	// 26,100 left, 25,000 the writes': the probe (4) fits, the walk
+	// (4,000) does not, and neither does a query not yet seen.
+	if w, why := p.room(poll, qProbe); w != 0 {
+		t.Fatalf("the probe waits %s (%s)", w, why)
+	}
+	if w, _ := p.room(poll, qChanged); w != time.Hour {
+		t.Fatalf("the walk waits %s, want the reset", w)
+	}
+	if w, _ := p.room(poll, qComments); w != time.Hour {
+		t.Fatalf("an unseen poll waits %s, want the reset (taken at the dearest poll's cost)", w)
+	}
+	if w, _ := p.room(write, mCreate); w != 0 {
 		t.Fatalf("a write waits %s", w)
 	}
 }

@@ -20,8 +20,11 @@ import (
 // requests, 250,000 points), so the driver takes what the headers say.
 // The polls (Items, Comments, the team's comments, the sweep's reads)
 // never spend the last writeReserve of either axis: what is left is the
-// writes', so a poll never starves a rule's filings. A RATELIMITED answer
-// holds every request until its reset.
+// writes', so a poll never starves a rule's filings. What a poll will
+// cost is what the same query cost last time (X-Complexity), else the
+// dearest poll seen: a 4-point probe and a 2,000-point walk differ too
+// much for one figure. A RATELIMITED answer holds every request until its
+// reset.
 
 // writeReserve is the share of each axis the polls leave to the writes.
 const writeReserve = 0.1
@@ -41,19 +44,20 @@ type pacer struct {
 	mu       sync.Mutex
 	requests axis
 	points   axis
-	cost     int64     // the last poll's X-Complexity, what the next is taken to cost
-	held     time.Time // a RATELIMITED answer's reset
+	costs    map[string]int64 // each poll query's last X-Complexity, what it is taken to cost next
+	dearest  int64            // the most any poll cost, for a query not yet seen
+	held     time.Time        // a RATELIMITED answer's reset
 }
 
 func newPacer(now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
-	return &pacer{now: now, sleep: sleep}
+	return &pacer{now: now, sleep: sleep, costs: map[string]int64{}}
 }
 
-// enter waits, where the caller's deadline allows, until a request of cl
-// is within the budgets; else it answers rate-limited, unsent.
-func (p *pacer) enter(ctx context.Context, cl class) error {
+// enter waits, where the caller's deadline allows, until query, a request
+// of cl, is within the budgets; else it answers rate-limited, unsent.
+func (p *pacer) enter(ctx context.Context, cl class, query string) error {
 	for {
-		wait, why := p.room(cl)
+		wait, why := p.room(cl, query)
 		if wait <= 0 {
 			return nil
 		}
@@ -66,8 +70,8 @@ func (p *pacer) enter(ctx context.Context, cl class) error {
 	}
 }
 
-// room answers how long a request of cl must wait, and why.
-func (p *pacer) room(cl class) (time.Duration, string) {
+// room answers how long query, a request of cl, must wait, and why.
+func (p *pacer) room(cl class, query string) (time.Duration, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -81,7 +85,7 @@ func (p *pacer) room(cl class) (time.Duration, string) {
 		ax   *axis
 		need int64
 		name string
-	}{{&p.requests, 1, "the writes' share of Linear's requests"}, {&p.points, max(p.cost, 1), "the writes' share of Linear's complexity points"}} {
+	}{{&p.requests, 1, "the writes' share of Linear's requests"}, {&p.points, p.costOf(query), "the writes' share of Linear's complexity points"}} {
 		ax := a.ax
 		if !ax.known || !ax.reset.After(now) {
 			continue
@@ -93,8 +97,18 @@ func (p *pacer) room(cl class) (time.Duration, string) {
 	return 0, ""
 }
 
-// observe takes in what an answer says of the budgets.
-func (p *pacer) observe(a trackerhttp.Answer) {
+// costOf answers what query is taken to cost: its last cost, else the
+// dearest poll's, else one point. Under p.mu.
+func (p *pacer) costOf(query string) int64 {
+	if c, ok := p.costs[query]; ok {
+		return c
+	}
+	return max(p.dearest, 1)
+}
+
+// observe takes in what the answer to query, a request of cl, says of
+// the budgets.
+func (p *pacer) observe(a trackerhttp.Answer, cl class, query string) {
 	if a.Header == nil {
 		return
 	}
@@ -111,8 +125,9 @@ func (p *pacer) observe(a trackerhttp.Answer) {
 	}
 	read(&p.requests, "Requests")
 	read(&p.points, "Complexity")
-	if c, err := strconv.ParseInt(strings.TrimSpace(a.Header.Get("X-Complexity")), 10, 64); err == nil && c > 0 {
-		p.cost = c
+	if c, err := strconv.ParseInt(strings.TrimSpace(a.Header.Get("X-Complexity")), 10, 64); err == nil && c > 0 && cl == poll {
+		p.costs[query] = c
+		p.dearest = max(p.dearest, c)
 	}
 	if a.Status == http.StatusBadRequest || a.Status == http.StatusTooManyRequests {
 		if strings.Contains(string(a.Body), `"RATELIMITED"`) || a.Status == http.StatusTooManyRequests {
