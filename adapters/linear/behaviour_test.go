@@ -91,6 +91,15 @@ func TestTrashedArchivedAndMovedIssues(t *testing.T) {
 		if _, err := d.Find(ctx, "trashed"); !errors.Is(err, tracker.ErrNotFound) {
 			t.Errorf("Find of the trashed one: %v, want not found", err)
 		}
+		// Filed again, as by a ledger that lost the keys: the id is held,
+		// by the trashed issue and by the one moved away alike, so each
+		// key's item exists and reads deleted; nothing new is made.
+		for i, k := range []string{"trashed", "moved"} {
+			var exists *tracker.ExistsError
+			if _, err := d.Create(ctx, k, tracker.Draft{Title: k}); !errors.As(err, &exists) || exists.ID != ids[i*2] {
+				t.Errorf("%s filed again: %v, want it exists as %s", k, err, ids[i*2])
+			}
+		}
 		got, err := d.FetchItems(ctx, ids)
 		if err != nil || len(got) != 2 || !got[ids[1]].Archived || got[ids[3]].Ref.Key != "kept" {
 			t.Errorf("FetchItems %v %v, want the archived and the kept", got, err)
@@ -157,6 +166,77 @@ func TestTheWritesKeepTheirShare(t *testing.T) {
 	}
 	if n := em.e.Limited(); n != 0 {
 		t.Fatalf("Linear answered RATELIMITED %d times", n)
+	}
+}
+
+// The polls leave the writes their share of Linear's complexity points
+// too: a team's polls stop short of the last tenth, and a filing made then
+// is answered.
+func TestTheWritesKeepTheirShareOfPoints(t *testing.T) {
+	em := newEmulated(t, linearemu.Options{ComplexityPerHour: 30000}, linear.Config{Sleep: func(context.Context, time.Duration) error { return errors.New("no waiting here") }})
+	d := em.driver(t)
+	ctx := context.Background()
+	if _, err := d.Create(ctx, "k1", tracker.Draft{Title: "budget"}); err != nil {
+		t.Fatal(err)
+	}
+	polled := 0
+	for {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := d.Items(short, tracker.Query{Since: t0})
+		cancel()
+		if err != nil {
+			if !errors.Is(err, tracker.ErrNotSent) || !errors.Is(err, tracker.ErrRateLimited) {
+				t.Fatalf("a poll past the points' share: %v, want rate-limited unsent", err)
+			}
+			break
+		}
+		if polled++; polled > 100 {
+			t.Fatal("100 polls went, none held back by the points")
+		}
+	}
+	for i := range 5 {
+		if _, err := d.Create(ctx, fmt.Sprint("w", i), tracker.Draft{Title: "filed within the writes' share"}); err != nil {
+			t.Fatalf("filing %d after %d polls stopped: %v", i, polled, err)
+		}
+	}
+	if n := em.e.Limited(); n != 0 {
+		t.Fatalf("Linear answered RATELIMITED %d times", n)
+	}
+}
+
+// A RATELIMITED answer holds the next request until the reset Linear
+// names, which then goes through; no request is sent in between.
+func TestARateLimitedAnswerHoldsUntilItsReset(t *testing.T) {
+	var slept []time.Duration
+	var em *emulated
+	em = newEmulated(t, linearemu.Options{RequestsPerHour: 3}, linear.Config{Sleep: func(_ context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		em.clock.Advance(d)
+		return nil
+	}})
+	d := em.driver(t)
+	ctx := context.Background()
+	var err error
+	n := 0
+	for ; n < 10; n++ {
+		if _, err = d.Create(ctx, fmt.Sprint("k", n), tracker.Draft{Title: "filed"}); err != nil {
+			break
+		}
+	}
+	// The filing answered RATELIMITED was not made: the driver's read of
+	// its id, which decides, waited for the reset rather than being sent
+	// into the limit again.
+	if !errors.Is(err, tracker.ErrRateLimited) || em.e.Limited() != 1 {
+		t.Fatalf("after %d filings: %v, %d RATELIMITED; want the one RATELIMITED answer", n, err, em.e.Limited())
+	}
+	if len(slept) == 0 {
+		t.Fatal("nothing waited for the reset Linear named")
+	}
+	if _, err := d.Create(ctx, fmt.Sprint("k", n), tracker.Draft{Title: "filed after the reset"}); err != nil {
+		t.Fatalf("the filing after RATELIMITED: %v", err)
+	}
+	if em.e.Limited() != 1 {
+		t.Fatalf("%d RATELIMITED answers, want the one: a held request was sent into the limit", em.e.Limited())
 	}
 }
 

@@ -85,10 +85,12 @@ func (d *Driver) Create(ctx context.Context, key string, dr tracker.Draft) (trac
 }
 
 // decide reads the derived id after a create that failed or whose answer
-// is unknown: held by an issue in the team, trashed ones included, the key
-// was filed before (*ExistsError); else the create's own failure stands. A
-// Linear that reads no trashed issue by id may still list it
-// (includeArchived): that is asked too before the failure stands.
+// is unknown: held by an issue, trashed ones and ones a person moved to
+// another team included, the key was filed before (*ExistsError; its
+// Item then reads deleted for the trashed and the moved, and the key is
+// marked so); else the create's own failure stands. A Linear that reads
+// no trashed issue by id may still list it (includeArchived): that is
+// asked too before the failure stands.
 func (d *Driver) decide(ctx context.Context, id, key string, cause error) (tracker.Item, error) {
 	w, err := d.read(ctx, id)
 	if errors.Is(err, tracker.ErrNotFound) {
@@ -102,14 +104,14 @@ func (d *Driver) decide(ctx context.Context, id, key string, cause error) (track
 		}
 	}
 	switch {
-	case err == nil && w.Team.ID == d.team.ID:
-		if !w.trashed() && d.keyOf(w) != key {
+	case err == nil:
+		if w.Team.ID == d.team.ID && !w.trashed() && d.keyOf(w) != key {
 			if err := d.attach(ctx, id, key); err != nil {
 				return tracker.Item{}, trackerhttp.Landed("linear", "issue "+w.Identifier, "attaching its key", err)
 			}
 		}
 		return tracker.Item{}, &tracker.ExistsError{ID: id}
-	case err == nil || errors.Is(err, tracker.ErrNotFound):
+	case errors.Is(err, tracker.ErrNotFound):
 		if cause == nil {
 			cause = fmt.Errorf("linear: the create answered no issue: %w", tracker.ErrUnavailable)
 		}
