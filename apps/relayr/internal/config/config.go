@@ -156,7 +156,7 @@ type Tenant struct {
 
 // TrackerCredentials are a tenant's key for one tracker kind (T4), the
 // secret its webhook deliveries are signed with, and what goes with the key
-// (Jira's account email).
+// (Jira's account email, Linear's team).
 type TrackerCredentials struct {
 	Key           Secret `toml:"key"`
 	WebhookSecret Secret `toml:"webhook_secret"`
@@ -164,6 +164,10 @@ type TrackerCredentials struct {
 	// requests carry Basic base64(email:key). Empty, the key is an OAuth
 	// 2.0 bearer token. Not a secret: it names the account.
 	Email string `toml:"email"`
+	// Team is, on Linear, the team the tenant's Linear bindings file into
+	// when a binding names none (its key, "ENG", or its UUID): a binding's
+	// own team wins.
+	Team string `toml:"team"`
 }
 
 // Binding binds a workspace to a tracker project.
@@ -625,6 +629,9 @@ func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 			case !isEmail(cr.Email):
 				add("tenant %q: trackers.jira.email %q is not an email address such as bot@example.com", t.Name, cr.Email)
 			}
+			if cr.Team != "" && kind != linear.Kind {
+				add("tenant %q: trackers.%s.team is for linear, whose bindings file into a team", t.Name, kind)
+			}
 		}
 	}
 	return tenants
@@ -645,6 +652,10 @@ func (c *Config) checkBindings(tenants map[string]*Tenant, add func(string, ...a
 		if c.Bindings[i].Tracker == linear.Kind && c.Bindings[i].BaseURL == "" {
 			// Linear is SaaS: one endpoint, unless a test names its own.
 			c.Bindings[i].BaseURL = linear.DefaultURL
+		}
+		if t := tenants[c.Bindings[i].Tenant]; c.Bindings[i].Tracker == linear.Kind && c.Bindings[i].Team == "" && t != nil {
+			// The tenant's team, where the binding names none.
+			c.Bindings[i].Team = t.Trackers[linear.Kind].Team
 		}
 		b := c.Bindings[i]
 		where := fmt.Sprintf("bindings[%d] (%s/%s)", i, b.Tenant, b.Workspace)

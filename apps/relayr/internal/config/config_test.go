@@ -706,6 +706,28 @@ key_url = "https://relayr.acme.example/key/"`)), "relayr.toml")
 	}
 }
 
+// The tenant's Linear team is every Linear binding's that names none; a
+// binding's own wins.
+func TestTheTenantsLinearTeamIsTheBindingsDefault(t *testing.T) {
+	withTeam := func(extra string) string {
+		return strings.Replace(withLinear(good, extra), `key = {env = "ACME_LINEAR_KEY"}`, "key = {env = \"ACME_LINEAR_KEY\"}\nteam = \"OPS\"", 1)
+	}
+	cfg, err := config.Parse([]byte(withTeam("")), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := cfg.Bindings[1].Linear(); lc.Team != "OPS" {
+		t.Fatalf("a binding naming no team files into %q, want the tenant's OPS", lc.Team)
+	}
+	cfg, err = config.Parse([]byte(withTeam(`team = "ENG"`)), "relayr.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := cfg.Bindings[1].Linear(); lc.Team != "ENG" {
+		t.Fatalf("a binding naming ENG files into %q", lc.Team)
+	}
+}
+
 func TestLinearRefusals(t *testing.T) {
 	const team = "team = \"ENG\"\n"
 	for _, c := range []struct {
@@ -742,6 +764,10 @@ func TestLinearRefusals(t *testing.T) {
 		{"AKeyURLOnGitLab", withGitLab(good, "project = \"acme/ops\"\nkey_url = \"https://relayr.invalid/key/\""),
 			`bindings[1] (acme/support): key_url is for linear`},
 		{"ATeamOnJira", withJira(good, "project = \"OPS\"\nteam = \"ENG\""), `bindings[1] (acme/support): team is for linear`},
+		{"ATenantTeamThatIsNeitherKeyNorUUID", strings.Replace(withLinear(good, ""), `key = {env = "ACME_LINEAR_KEY"}`, "key = {env = \"ACME_LINEAR_KEY\"}\nteam = \"eng team\"", 1),
+			`bindings[1] (acme/support): team: "eng team" is neither a team key (ENG) nor a team's UUID`},
+		{"ATenantTeamOnGitLab", strings.Replace(withGitLab(good, "project = \"acme/ops\""), "[tenants.trackers.gitlab]", "[tenants.trackers.gitlab]\nteam = \"ENG\"", 1),
+			`tenant "acme": trackers.gitlab.team is for linear`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(c.cfg), "relayr.toml")
