@@ -114,6 +114,34 @@ func (r *Replica) Running() bool {
 	}
 }
 
+// Stop stops the process as an operator does, with SIGTERM, and waits up
+// to timeout for it to exit; an exit that is not clean (a status other
+// than 0) is an error. A replica not running is left as it is.
+func (r *Replica) Stop(timeout time.Duration) error {
+	r.mu.Lock()
+	cmd, done := r.cmd, r.done
+	r.cmd, r.done = nil, nil
+	r.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", r.Name, timeout)
+	}
+	fmt.Fprintf(r.Log, "=== %s stopped at %s\n", r.Name, time.Now().Format(time.RFC3339Nano))
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		return fmt.Errorf("%s exited with %d on SIGTERM", r.Name, code)
+	}
+	return nil
+}
+
 // Kill kills the process with SIGKILL and waits for it to be gone. A
 // replica not running is left as it is.
 func (r *Replica) Kill() error {
