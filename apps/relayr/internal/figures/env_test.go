@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayr-go/relayr/adapters/httpapi"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
+	"github.com/relayr-go/relayr/apps/relayr/internal/chaos"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/clock"
 	"github.com/relayr-go/relayr/core/eventlog"
@@ -311,6 +312,14 @@ type service struct {
 	client *http.Client
 	stop   context.CancelFunc
 	done   chan error
+	// store reads the follower's cursor: the app's, or the binary's
+	// ledger file (closeStore closes it).
+	store interface {
+		Cursor(context.Context, ledger.Follower) (ledger.Cursor, error)
+	}
+	closeStore func() error
+	// proc is the built binary, where the service runs as one.
+	proc *chaos.Replica
 }
 
 // serviceOptions say how a service runs.
@@ -323,10 +332,19 @@ type serviceOptions struct {
 	// delivery and HTTP on 127.0.0.1. Without it the service is only
 	// wired, and a figure drives its followers itself.
 	serve bool
+	// binary runs the built binary, `relayr serve` in a process of its
+	// own, configured by its file (binary_test.go); it serves.
+	binary bool
 }
 
 func startService(tb testing.TB, emu emulation, o serviceOptions) *service {
 	tb.Helper()
+	if o.binary {
+		s := &service{emu: emu, client: &http.Client{Transport: loopback(), Timeout: 90 * time.Second}}
+		tb.Cleanup(func() { s.close(tb) })
+		startBinary(tb, s, o)
+		return s
+	}
 	dir := tb.TempDir()
 	kind := emu.Binding().Tracker
 	c := &config.Config{
@@ -350,7 +368,7 @@ func startService(tb testing.TB, emu emulation, o serviceOptions) *service {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &service{emu: emu, app: a, client: &http.Client{Transport: loopback(), Timeout: 90 * time.Second}}
+	s := &service{emu: emu, app: a, store: a.Store, client: &http.Client{Transport: loopback(), Timeout: 90 * time.Second}}
 	tb.Cleanup(func() { s.close(tb) })
 	if !o.serve {
 		return s
@@ -386,7 +404,15 @@ func (s *service) close(tb testing.TB) {
 			tb.Errorf("relayr stopped with %v", err)
 		}
 	}
-	s.app.Close()
+	if s.proc != nil {
+		s.stopBinary(tb)
+	}
+	if s.closeStore != nil {
+		_ = s.closeStore()
+	}
+	if s.app != nil {
+		s.app.Close()
+	}
 	if v, ok := s.emu.(validated); ok {
 		if bad := v.Violations(); len(bad) > 0 {
 			tb.Errorf("%s: exchanges outside the API's description:\n%s", s.emu.Name(), strings.Join(bad, "\n"))
@@ -404,12 +430,15 @@ func (s *service) follower() ledger.Follower {
 // which it knows every item there is and webhooks are verified.
 func (s *service) waitSeeded(ctx context.Context) error {
 	for {
-		cur, err := s.app.Store.Cursor(ctx, s.follower())
+		cur, err := s.store.Cursor(ctx, s.follower())
 		if err == nil && cur.Seeded {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			if s.app == nil {
+				return errors.New("the follower never read the project")
+			}
 			if err := s.app.Followers.Stopped(tenant, workspace); err != nil {
 				return fmt.Errorf("the follower stopped before it read the project: %w", err)
 			}

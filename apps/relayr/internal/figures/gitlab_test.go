@@ -141,9 +141,12 @@ func TestTheWholeLoopHoldsOnGitLab(t *testing.T) {
 		// lag is the emulated lists'; listLag the binding's (the
 		// driver's 5 s when 0).
 		lag, listLag time.Duration
+		// binary runs relayr as the built binary, `relayr serve`.
+		binary bool
 	}{
-		{"ListsCurrent", 0, 0},
-		{"ListsLag2s", 2 * time.Second, 3 * time.Second},
+		{"ListsCurrent", 0, 0, false},
+		{"ListsLag2s", 2 * time.Second, 3 * time.Second, false},
+		{"ThroughTheBinary", 0, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*loopDeadline)
@@ -151,7 +154,7 @@ func TestTheWholeLoopHoldsOnGitLab(t *testing.T) {
 			opts := gitlabemu.GitLabCom()
 			opts.Now, opts.ListLag = time.Now, c.lag
 			g := newGitLabSite(opts, c.listLag, nil)
-			s := startService(t, g, serviceOptions{serve: true, timings: config.Timings{
+			s := startService(t, g, serviceOptions{serve: true, binary: c.binary, timings: config.Timings{
 				Poll: config.Duration{Duration: loopPoll}, Debounce: config.Duration{Duration: quietDebounce},
 				// GitLab sends no webhook for a deletion: the sweep finds
 				// it, here within seconds, not the day's.

@@ -153,9 +153,12 @@ func TestTheWholeLoopHoldsOnLinear(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts linearemu.Options
+		// binary runs relayr as the built binary, `relayr serve`.
+		binary bool
 	}{
-		{"AsDocumented", linearemu.Options{}},
-		{"DuplicateAnsweredCommentsMoveUpdatedAt", linearemu.Options{DuplicateID: linearemu.DuplicateSuccess, CommentsMoveUpdatedAt: true}},
+		{"AsDocumented", linearemu.Options{}, false},
+		{"DuplicateAnsweredCommentsMoveUpdatedAt", linearemu.Options{DuplicateID: linearemu.DuplicateSuccess, CommentsMoveUpdatedAt: true}, false},
+		{"ThroughTheBinary", linearemu.Options{CommentsOldestFirst: true}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*loopDeadline)
@@ -163,7 +166,7 @@ func TestTheWholeLoopHoldsOnLinear(t *testing.T) {
 			opts := c.opts
 			opts.Now, opts.RequestsPerHour, opts.ComplexityPerHour = time.Now, 2500, 250_000
 			l := newLinearSite(opts)
-			s := startService(t, l, serviceOptions{serve: true, timings: config.Timings{
+			s := startService(t, l, serviceOptions{serve: true, binary: c.binary, timings: config.Timings{
 				Poll: config.Duration{Duration: linearPoll}, Debounce: config.Duration{Duration: quietDebounce},
 				// A move to another team sends the bound team no webhook:
 				// the sweep finds it, here within seconds, not the day's.

@@ -447,7 +447,7 @@ func (s *service) awaitPollBegunAfter(ctx context.Context, at time.Time) error {
 // completed.
 func (s *service) awaitPoll(ctx context.Context, at time.Time) (time.Time, error) {
 	for {
-		cur, err := s.app.Store.Cursor(ctx, s.follower())
+		cur, err := s.store.Cursor(ctx, s.follower())
 		if err == nil && cur.PolledAt.After(at) {
 			return cur.PolledAt, nil
 		}
