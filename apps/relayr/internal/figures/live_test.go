@@ -30,6 +30,15 @@ import (
 // person at once, before relayr's first read. It prints FIGURE lines, and
 // is skipped without the variables (RELAYR_REQUIRE_LIVE=1 fails instead).
 func TestLiveFeedLatency(t *testing.T) {
+	for _, lt := range liveTrackers(t) {
+		t.Run(lt.Name(), func(t *testing.T) { measureLive(t, lt) })
+	}
+}
+
+// liveTrackers are the live trackers the live runs' variables name; none
+// skips the test (RELAYR_REQUIRE_LIVE=1 fails it instead).
+func liveTrackers(t *testing.T) []live {
+	t.Helper()
 	var trackers []live
 	if u := os.Getenv("RELAYR_VIKUNJA_URL"); u != "" {
 		trackers = append(trackers, &liveVikunja{base: strings.TrimRight(u, "/"), token: os.Getenv("RELAYR_VIKUNJA_TOKEN"), project: os.Getenv("RELAYR_VIKUNJA_PROJECT")})
@@ -47,9 +56,7 @@ func TestLiveFeedLatency(t *testing.T) {
 		}
 		t.Skip("no live tracker named (RELAYR_VIKUNJA_URL, RELAYR_GITEA_URL)")
 	}
-	for _, lt := range trackers {
-		t.Run(lt.Name(), func(t *testing.T) { measureLive(t, lt) })
-	}
+	return trackers
 }
 
 // liveRounds is how many comments the live figure times.
