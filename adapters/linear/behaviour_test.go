@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +104,41 @@ func TestTrashedArchivedAndMovedIssues(t *testing.T) {
 		got, err := d.FetchItems(ctx, ids)
 		if err != nil || len(got) != 2 || !got[ids[1]].Archived || got[ids[3]].Ref.Key != "kept" {
 			t.Errorf("FetchItems %v %v, want the archived and the kept", got, err)
+		}
+	}
+}
+
+// Where Linear shows a trashed issue neither by id nor in lists, a key
+// filed again (as by a ledger that lost it) after its issue was trashed:
+// a create answered "Entity not found: Issue" alone was filed before, and
+// its item reads deleted; one answered that the id is taken is refused,
+// with Linear's words, never sent again as if nothing held the id.
+func TestAKeyWhoseIssueNoReadShows(t *testing.T) {
+	for _, dup := range []linearemu.DuplicateAnswer{linearemu.DuplicateSuccess, linearemu.DuplicateError} {
+		em := newEmulated(t, linearemu.Options{DuplicateID: dup, TrashedNotFound: true, TrashedUnlisted: true}, linear.Config{})
+		d := em.driver(t)
+		ctx := context.Background()
+		it, err := d.Create(ctx, "k", tracker.Draft{Title: "to trash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := em.person.Trash(it.Ref.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = d.Create(ctx, "k", tracker.Draft{Title: "to trash"})
+		var exists *tracker.ExistsError
+		switch dup {
+		case linearemu.DuplicateSuccess:
+			if !errors.As(err, &exists) || exists.ID != it.Ref.ID {
+				t.Fatalf("answered with the issue it holds: %v, want it exists as %s", err, it.Ref.ID)
+			}
+			if _, err := d.Item(ctx, it.Ref.ID); !errors.Is(err, tracker.ErrNotFound) {
+				t.Fatalf("its item reads %v, want deleted", err)
+			}
+		default:
+			if !errors.Is(err, tracker.ErrRefused) || errors.Is(err, tracker.ErrNotFound) || !strings.Contains(err.Error(), "already exists") {
+				t.Fatalf("answered that the id is taken: %v, want refused in Linear's words", err)
+			}
 		}
 	}
 }

@@ -36,15 +36,18 @@ var positions = []position{
 	{name: "CommentsOldestFirst", opts: linearemu.Options{CommentsOldestFirst: true}},
 	{name: "FirstAtMost50", opts: linearemu.Options{MaxFirst: 50}},
 	{name: "TrashedNotFound", opts: linearemu.Options{TrashedNotFound: true}},
+	{name: "TrashSendsUpdate", opts: linearemu.Options{TrashSendsUpdate: true}},
+	{name: "TrashedUnlisted", opts: linearemu.Options{TrashedUnlisted: true}},
 	{name: "HTMLCommentsDropped", opts: linearemu.Options{DropHTMLComments: true}},
 	{name: "RetryKeepsDelivery", opts: linearemu.Options{RetryKeepsDelivery: true}},
 	{name: "AllAtOnce", opts: linearemu.Options{DuplicateID: linearemu.DuplicateSuccess, CommentsMoveUpdatedAt: true, CommentsOldestFirst: true, MaxFirst: 50,
-		TrashedNotFound: true, DropHTMLComments: true, RetryKeepsDelivery: true}},
+		TrashedNotFound: true, TrashSendsUpdate: true, TrashedUnlisted: true, DropHTMLComments: true, RetryKeepsDelivery: true}},
 }
 
 // emulated is the driver over a fresh emulation of one team, ENG, with
 // the bot's key, on a clock the test steps.
 type emulated struct {
+	opts   linearemu.Options
 	e      *linearemu.Emulator
 	clock  *linearemu.Clock
 	conn   *linear.Connector
@@ -56,7 +59,7 @@ type emulated struct {
 
 func newEmulated(t testing.TB, opts linearemu.Options, cfg linear.Config) *emulated {
 	t.Helper()
-	em := &emulated{clock: linearemu.NewClock(t0)}
+	em := &emulated{clock: linearemu.NewClock(t0), opts: opts}
 	if opts.Now == nil {
 		opts.Now = em.clock.Now
 	}
@@ -125,7 +128,13 @@ func (em *emulated) delivery(t testing.TB, id, secret, action string, act func()
 
 func (em *emulated) deletion(t testing.TB) func(id, secret string) (http.Header, []byte) {
 	return func(id, secret string) (http.Header, []byte) {
-		return em.delivery(t, id, secret, "remove", func() error { return em.person.Trash(id) })
+		// A trashing is a "remove", or an "update" saying trashed
+		// (linearemu.Options.TrashSendsUpdate).
+		action := "remove"
+		if em.opts.TrashSendsUpdate {
+			action = "update"
+		}
+		return em.delivery(t, id, secret, action, func() error { return em.person.Trash(id) })
 	}
 }
 

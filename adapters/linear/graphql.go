@@ -79,13 +79,39 @@ func (e gqlError) kind(now time.Time, h http.Header) error {
 func classify(a trackerhttp.Answer, def error, now time.Time) error {
 	var env envelope
 	if json.Unmarshal(a.Body, &env) == nil && len(env.Errors) > 0 {
-		return fmt.Errorf("%d: %w", a.Status, env.Errors[0].kind(now, a.Header))
+		err := fmt.Errorf("%d: %w", a.Status, env.Errors[0].kind(now, a.Header))
+		if issueNotFoundOnly(env.Errors) {
+			return &issueUnseenError{err}
+		}
+		return err
 	}
 	if a.Status == http.StatusTooManyRequests {
 		return fmt.Errorf("%d %s: %w", a.Status, trackerhttp.Detail(a.Body), tracker.RateLimited(resetWait(a.Header, now)))
 	}
 	return def
 }
+
+// issueNotFoundOnly answers whether every error of an answer is Linear's
+// "Entity not found: Issue".
+func issueNotFoundOnly(errs []gqlError) bool {
+	for _, e := range errs {
+		if !strings.HasPrefix(e.Message, notFoundPrefix+": Issue") {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+// issueUnseenError is an answer whose only errors are "Entity not found:
+// Issue". To a create of relayr's own id it says an issue holds the id:
+// a fresh id's issueCreate makes its issue, and the attachment beside it
+// is refused only beside issueCreate's own error. So a create answered so
+// was filed before, by an issue Linear does not show (one in the trash,
+// where Linear hides trashed issues from reads by id and lists alike).
+type issueUnseenError struct{ err error }
+
+func (e *issueUnseenError) Error() string { return e.err.Error() }
+func (e *issueUnseenError) Unwrap() error { return e.err }
 
 // resetWait is how long a rate-limited answer asks to wait: Retry-After,
 // else the reset of the axis that ran out (epoch seconds or, as Linear
@@ -191,7 +217,11 @@ func (d *Driver) do(ctx context.Context, cl class, query string, vars map[string
 		}
 	}
 	first := env.Errors[0]
-	return errs, fmt.Errorf("linear: %w", first.kind(now, a.Header))
+	err = fmt.Errorf("linear: %w", first.kind(now, a.Header))
+	if issueNotFoundOnly(env.Errors) {
+		err = &issueUnseenError{err}
+	}
+	return errs, err
 }
 
 var errNoSuccess = errors.New("the mutation answered success false")

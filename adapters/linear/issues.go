@@ -115,6 +115,22 @@ func (d *Driver) decide(ctx context.Context, id, key string, cause error) (track
 		if cause == nil {
 			cause = fmt.Errorf("linear: the create answered no issue: %w", tracker.ErrUnavailable)
 		}
+		var unseen *issueUnseenError
+		switch {
+		case errors.As(cause, &unseen):
+			// The id is held by an issue no read shows: filed before,
+			// and its item reads deleted (a Linear that hides trashed
+			// issues from reads by id and lists alike, and answers a
+			// create of a held id with the issue it holds: linearemu's
+			// TrashedNotFound, TrashedUnlisted and DuplicateSuccess).
+			return tracker.Item{}, &tracker.ExistsError{ID: id}
+		case errors.Is(cause, tracker.ErrNotFound):
+			// Another "Entity not found" (a team, a label) to a create:
+			// the same create would be answered the same, so it is
+			// refused, not sent again.
+			return tracker.Item{}, fmt.Errorf("linear: the create was answered %q, and no read finds the issue %s: %w",
+				cause.Error(), id, tracker.ErrRefused)
+		}
 		return tracker.Item{}, cause
 	}
 	if cause != nil {
