@@ -114,14 +114,20 @@ func (r *Replica) Running() bool {
 	}
 }
 
+// take takes the running process, if any, for Stop or Kill to end.
+func (r *Replica) take() (*exec.Cmd, chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cmd, done := r.cmd, r.done
+	r.cmd, r.done = nil, nil
+	return cmd, done
+}
+
 // Stop stops the process as an operator does, with SIGTERM, and waits up
 // to timeout for it to exit; an exit that is not clean (a status other
 // than 0) is an error. A replica not running is left as it is.
 func (r *Replica) Stop(timeout time.Duration) error {
-	r.mu.Lock()
-	cmd, done := r.cmd, r.done
-	r.cmd, r.done = nil, nil
-	r.mu.Unlock()
+	cmd, done := r.take()
 	if cmd == nil {
 		return nil
 	}
@@ -145,10 +151,7 @@ func (r *Replica) Stop(timeout time.Duration) error {
 // Kill kills the process with SIGKILL and waits for it to be gone. A
 // replica not running is left as it is.
 func (r *Replica) Kill() error {
-	r.mu.Lock()
-	cmd, done := r.cmd, r.done
-	r.cmd, r.done = nil, nil
-	r.mu.Unlock()
+	cmd, done := r.take()
 	if cmd == nil {
 		return nil
 	}

@@ -148,46 +148,41 @@ func agentsFileLive(t *testing.T, lt live) {
 }
 
 // countTitled counts the project's tasks titled title, by Vikunja's
-// search, each page of it.
+// search.
 func (v *liveVikunja) countTitled(ctx context.Context, title string) (int, error) {
-	n := 0
-	for page := 1; ; page++ {
-		var tasks []struct {
-			Title string `json:"title"`
-		}
-		u := fmt.Sprintf("%s/api/v1/projects/%s/tasks?s=%s&per_page=50&page=%d", v.base, v.project, url.QueryEscape(title), page)
-		if err := call(ctx, http.MethodGet, u, v.token, "", nil, &tasks); err != nil {
-			return 0, err
-		}
-		for _, task := range tasks {
-			if task.Title == title {
-				n++
-			}
-		}
-		if len(tasks) < 50 {
-			return n, nil
-		}
-	}
+	return countTitledPages(ctx, v.token, title, func(page int) string {
+		return fmt.Sprintf("%s/api/v1/projects/%s/tasks?s=%s&per_page=%d&page=%d", v.base, v.project, url.QueryEscape(title), titledPage, page)
+	})
 }
 
 // countTitled counts the repository's issues titled title, open and
 // closed, by Gitea's search.
 func (g *liveGitea) countTitled(ctx context.Context, title string) (int, error) {
+	return countTitledPages(ctx, g.token, title, func(page int) string {
+		return fmt.Sprintf("%s?state=all&type=issues&q=%s&limit=%d&page=%d", g.issues(), url.QueryEscape(title), titledPage, page)
+	})
+}
+
+// titledPage is the page a search for a title is read in.
+const titledPage = 50
+
+// countTitledPages counts the items titled title that a tracker's search
+// answers, page after page (pageURL), until a page comes short.
+func countTitledPages(ctx context.Context, tok, title string, pageURL func(page int) string) (int, error) {
 	n := 0
 	for page := 1; ; page++ {
-		var issues []struct {
+		var items []struct {
 			Title string `json:"title"`
 		}
-		u := fmt.Sprintf("%s?state=all&type=issues&q=%s&limit=50&page=%d", g.issues(), url.QueryEscape(title), page)
-		if err := call(ctx, http.MethodGet, u, g.token, "", nil, &issues); err != nil {
+		if err := call(ctx, http.MethodGet, pageURL(page), tok, "", nil, &items); err != nil {
 			return 0, err
 		}
-		for _, is := range issues {
-			if is.Title == title {
+		for _, it := range items {
+			if it.Title == title {
 				n++
 			}
 		}
-		if len(issues) < 50 {
+		if len(items) < titledPage {
 			return n, nil
 		}
 	}
