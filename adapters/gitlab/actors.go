@@ -131,4 +131,3 @@ func (d *Driver) eventUser(ctx context.Context, path string, at time.Time) (stri
 	}
 	return "", nil
 }
-
