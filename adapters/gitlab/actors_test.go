@@ -76,7 +76,7 @@ func TestEventsNameWhoActed(t *testing.T) {
 			}
 			// A label, then a title: the label event is not the last
 			// change, and names no one.
-			got, l, s = step("a label then a title", func() error {
+			got, l, _ = step("a label then a title", func() error {
 				if err := em.person.AddLabel(n, "later"); err != nil {
 					return err
 				}

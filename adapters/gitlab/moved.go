@@ -26,8 +26,8 @@ import (
 //
 // moved_to_id is a global id, which only an admin reads (GET /issues/:id,
 // §0.2). The original's system note written by the move names where it
-// went, "moved to <reference>" (SystemNotes::IssuablesService
-// #noteable_moved, app/services/system_notes/issuables_service.rb), the
+// went, "moved to <reference>" (SystemNotes::IssuablesService, its note of
+// a moved issuable, app/services/system_notes/issuables_service.rb), the
 // reference as seen from the original's project (Issue#to_reference: the
 // full path across namespaces, the project's path alone within one); it is
 // read from the original's activity (activity_filter=only_activity), then
