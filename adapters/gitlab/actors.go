@@ -2,12 +2,14 @@ package gitlab
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/core/tracker/trackerhttp"
 )
 
@@ -114,13 +116,13 @@ func (d *Driver) eventUser(ctx context.Context, path string, at time.Time) (stri
 	var evs []wireEvent
 	a, err := d.read(ctx, trackerhttp.Request{Method: http.MethodGet, Path: path, Query: q}, "event list", &evs, nil)
 	if err != nil {
-		return "", err
+		return "", gone(err)
 	}
 	if n, err := strconv.Atoi(a.Header.Get("X-Total-Pages")); err == nil && n > 1 {
 		q.Set("page", strconv.Itoa(n))
 		evs = nil
 		if _, err := d.read(ctx, trackerhttp.Request{Method: http.MethodGet, Path: path, Query: q}, "event list", &evs, nil); err != nil {
-			return "", err
+			return "", gone(err)
 		}
 	}
 	at = at.UTC().Truncate(time.Millisecond)
@@ -130,4 +132,14 @@ func (d *Driver) eventUser(ctx context.Context, path string, at time.Time) (stri
 		}
 	}
 	return "", nil
+}
+
+// gone answers no error for an issue deleted since the list showed it
+// (GitLab deletes for good, §8): its change names no one, and the sweep
+// finds it gone.
+func gone(err error) error {
+	if errors.Is(err, tracker.ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -163,3 +163,31 @@ func TestEventsReadTheLastPage(t *testing.T) {
 		t.Fatalf("%d label event reads, want 2: the first page and the last", l)
 	}
 }
+
+// An issue deleted after a list (a replica behind) showed it changed
+// names no one, and the poll goes on: the sweep finds it gone.
+func TestEventsOfADeletedIssueNameNoOne(t *testing.T) {
+	em := newEmulated(t, gitlabemu.Options{ListLag: 3 * time.Second}, gitlab.Config{})
+	d := em.driver(t)
+	it, err := tracker.New(d).Create(context.Background(), "k", tracker.Draft{Title: "soon gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	em.clock.Advance(time.Hour)
+	since := em.clock.Now()
+	if err := em.person.AddLabel(iid(t, it.Ref.ID), "urgent"); err != nil {
+		t.Fatal(err)
+	}
+	em.clock.Advance(4 * time.Second)
+	if err := em.e.Person(bot, project).Delete(iid(t, it.Ref.ID)); err != nil {
+		t.Fatal(err)
+	}
+	em.e.ResetCounts()
+	its := itemsSince(t, d, since)
+	if len(its) != 1 || its[0].UpdatedBy != "" {
+		t.Fatalf("Items %+v, want the replica's issue, by no one", its)
+	}
+	if l, _ := eventReads(em); l != 1 {
+		t.Fatalf("%d label event reads, want the one that found it gone", l)
+	}
+}
