@@ -119,9 +119,10 @@ func TestSystemNotesAreNoComments(t *testing.T) {
 	}
 }
 
-// A moved issue stays in the project, closed: it reads as done, never as
-// deleted; a deleted one is missing from FetchItems.
-func TestAMovedIssueReadsDoneADeletedOneMissing(t *testing.T) {
+// A moved issue is followed: read by its first id it is the issue where
+// it went (open there), never deleted; a deleted one is missing from
+// FetchItems.
+func TestAMovedIssueReadsWhereItWentADeletedOneMissing(t *testing.T) {
 	em := newEmulated(t, gitlabemu.Options{}, gitlab.Config{})
 	em.e.CreateProject("ops/elsewhere", bot)
 	d := em.driver(t)
@@ -142,14 +143,14 @@ func TestAMovedIssueReadsDoneADeletedOneMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := tr.Item(ctx, moved.Ref.ID)
-	if err != nil || got.State != tracker.Done || got.Ref.Key != "m" {
-		t.Fatalf("the moved issue reads %+v %v, want done, still keyed", got, err)
+	if err != nil || got.State != tracker.Todo || got.Ref.Key != "m" || got.Ref.ID != moved.Ref.ID || got.Ref.Name != "ops/elsewhere#1" {
+		t.Fatalf("the moved issue reads %+v %v, want it where it went, open, still keyed", got, err)
 	}
 	if _, err := tr.Item(ctx, gone.Ref.ID); !errors.Is(err, tracker.ErrNotFound) {
 		t.Fatalf("the deleted issue reads %v, want not found", err)
 	}
 	m, err := d.FetchItems(ctx, []string{moved.Ref.ID, gone.Ref.ID})
-	if err != nil || len(m) != 1 || m[moved.Ref.ID].State != tracker.Done {
+	if err != nil || len(m) != 1 || m[moved.Ref.ID].State != tracker.Todo || m[moved.Ref.ID].Ref.Name != "ops/elsewhere#1" {
 		t.Fatalf("FetchItems %v %v, want the moved one alone", m, err)
 	}
 }

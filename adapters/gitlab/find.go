@@ -169,12 +169,24 @@ func (d *Driver) FetchItems(ctx context.Context, ids []string) (map[string]track
 			return nil, err
 		}
 		for _, w := range ws {
-			it := d.item(w)
+			// A moved issue is answered where it went, and left out
+			// where that is gone (moved.go).
+			it, err := d.resolved(ctx, w)
+			switch {
+			case errors.Is(err, tracker.ErrNotFound):
+				out[strconv.FormatInt(w.IID, 10)] = tracker.Item{}
+				continue
+			case err != nil:
+				return nil, err
+			}
 			out[it.Ref.ID] = it
 		}
 	}
 	for _, id := range ids {
-		if _, ok := out[id]; ok {
+		if it, ok := out[id]; ok {
+			if it.Ref.ID == "" {
+				delete(out, id) // moved where the token cannot read it
+			}
 			continue
 		}
 		it, err := d.Item(ctx, id)

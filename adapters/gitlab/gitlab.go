@@ -34,8 +34,16 @@
 // comments and labels, an item until a read comes well over a minute after
 // its last change. Comments are read per issue, system notes left out.
 // Deletions are hard and send no webhook (§0.6): the sweep finds them, a
-// hundred iids a request (FetchItems). A moved issue stays, closed, with
-// moved_to_id set: it reads as done, never as deleted (§8).
+// hundred iids a request (FetchItems). A moved issue (the original left
+// closed, moved_to_id set, §8) is followed: found where it went by the
+// move's system note on the original, it is answered there under the
+// original's id and key, never as a deletion and a new issue; Update and
+// Comment write there, and Items reads each followed issue again, one GET
+// each, for the changes the project's list no longer shows (moved.go). A
+// new place the token cannot read is the item gone. For a changed issue
+// whose last change is neither its creation nor its closing, its label or
+// state events name who made it, read only where its labels or state
+// differ from the version last answered (actors.go).
 //
 // GitLab.com's limits are kept unsent (limits.go): 2,000 requests a minute
 // a user, 200 issue creations and 60 notes a minute, whose 429 carries no
@@ -132,6 +140,8 @@ type Connector struct {
 	misses tracker.Misses         // keys a look-up found missing, and when
 	users  map[string]wireAuthor  // token → the user it acts as
 	fresh  map[freshKey]freshRead // issues read from the primary within the list's lag
+	moves  map[freshKey]move      // originals moved out of a project: where they went (moved.go)
+	seen   map[freshKey]seenIssue // an issue's state and labels as last answered (actors.go)
 }
 
 var _ tracker.Connector = (*Connector)(nil)
@@ -172,7 +182,8 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.System{}, d) }
 	}
-	return &Connector{cfg: cfg, pacers: map[string]*pacer{}, users: map[string]wireAuthor{}, fresh: map[freshKey]freshRead{}}, nil
+	return &Connector{cfg: cfg, pacers: map[string]*pacer{}, users: map[string]wireAuthor{}, fresh: map[freshKey]freshRead{},
+		moves: map[freshKey]move{}, seen: map[freshKey]seenIssue{}}, nil
 }
 
 // Kind implements tracker.Connector.

@@ -49,6 +49,7 @@ func (d *Driver) Create(ctx context.Context, key string, dr tracker.Draft) (trac
 		return tracker.Item{}, trackerhttp.Garbled("gitlab", "created issue", cmpErr(err))
 	}
 	d.readFresh(w)
+	d.wrote(w)
 	name := "issue #" + strconv.FormatInt(w.IID, 10)
 	if closed(state) {
 		edit := map[string]any{"state_event": "close"}
@@ -90,13 +91,14 @@ func (d *Driver) checkLabels(labels []string) error {
 	return nil
 }
 
-// Item implements tracker.Driver: one read.
+// Item implements tracker.Driver: one read, and for a moved issue the
+// reads that follow it (moved.go).
 func (d *Driver) Item(ctx context.Context, id string) (tracker.Item, error) {
 	w, err := d.issue(ctx, id)
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	return d.item(w), nil
+	return d.resolved(ctx, w)
 }
 
 func (d *Driver) issue(ctx context.Context, iid string) (wireIssue, error) {
@@ -113,9 +115,15 @@ func (d *Driver) issue(ctx context.Context, iid string) (wireIssue, error) {
 	return w, nil
 }
 
-// put sends one PUT of an issue and answers it as GitLab read it back.
+// put sends one PUT of an issue of the driver's project and answers it as
+// GitLab read it back.
 func (d *Driver) put(ctx context.Context, iid string, edit map[string]any) (wireIssue, error) {
-	a, err := d.do(ctx, anyRequest, trackerhttp.Request{Method: http.MethodPut, Path: d.issuesPath(iid), Body: edit})
+	return d.putAt(ctx, d.issuesPath(iid), edit)
+}
+
+// putAt sends one PUT of the issue at path.
+func (d *Driver) putAt(ctx context.Context, path string, edit map[string]any) (wireIssue, error) {
+	a, err := d.do(ctx, anyRequest, trackerhttp.Request{Method: http.MethodPut, Path: path, Body: edit})
 	if err != nil {
 		return wireIssue{}, err
 	}
@@ -123,7 +131,10 @@ func (d *Driver) put(ctx context.Context, iid string, edit map[string]any) (wire
 	if err := decode(a.Body, &w); err != nil || !w.valid() {
 		return wireIssue{}, trackerhttp.Garbled("gitlab", "edited issue", cmpErr(err))
 	}
-	d.readFresh(w)
+	if w.ProjectID == 0 || w.ProjectID == d.project {
+		d.readFresh(w)
+	}
+	d.wrote(w)
 	return w, nil
 }
 
@@ -132,18 +143,25 @@ func (d *Driver) put(ctx context.Context, iid string, edit map[string]any) (wire
 // (its marker kept), state_event, and add_labels and remove_labels for
 // the labels and the state's label, so that labels a person added
 // meanwhile are left alone. A patch that changes nothing sends nothing but
-// the read.
+// the read. A moved issue is written where it went (moved.go).
 func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracker.Item, error) {
 	if p.Labels != nil {
 		if err := d.checkLabels(*p.Labels); err != nil {
 			return tracker.Item{}, err
 		}
 	}
-	cur, err := d.issue(ctx, id)
+	orig, err := d.issue(ctx, id)
 	if err != nil {
 		return tracker.Item{}, err
 	}
-	it := d.item(cur)
+	cur, hops, err := d.follow(ctx, orig)
+	if err != nil {
+		return tracker.Item{}, err
+	}
+	it, path := d.item(cur), d.issuesPath(id)
+	if len(hops) > 0 {
+		it, path = d.movedItem(orig, cur, hops), hops[len(hops)-1].issuePath()
+	}
 	edit := map[string]any{}
 	if p.Title != nil && *p.Title != it.Title {
 		edit["title"] = *p.Title
@@ -152,6 +170,11 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 		edit["description"] = d.marker.Mark(escapeQuick(*p.Description), it.Ref.Key)
 		if it.Ref.Key == "" {
 			edit["description"] = escapeQuick(*p.Description)
+			// Another workspace's marker stays where it was: its
+			// binding's key.
+			if line, _ := foreignMarker(text(cur)); line != "" {
+				edit["description"] = escapeQuick(*p.Description) + "\n\n" + line
+			}
 		}
 	}
 	var add, remove []string
@@ -194,17 +217,29 @@ func (d *Driver) Update(ctx context.Context, id string, p tracker.Patch) (tracke
 	if len(edit) == 0 {
 		return it, nil
 	}
-	w, err := d.put(ctx, id, edit)
+	w, err := d.putAt(ctx, path, edit)
 	if err != nil {
 		return tracker.Item{}, err
+	}
+	if len(hops) > 0 {
+		return d.placed(orig.IID, it.Ref.Key, w, hops[len(hops)-1]), nil
 	}
 	return d.item(w), nil
 }
 
+// text is an issue's description, "" where null.
+func text(w wireIssue) string {
+	if w.Description == nil {
+		return ""
+	}
+	return *w.Description
+}
+
 // Comment implements tracker.Driver: one note, the body with the key's
-// marker on its last line, within the user's notes a minute (§2).
+// marker on its last line, within the user's notes a minute (§2); on the
+// issue where a moved one went, as last learnt (moved.go).
 func (d *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
-	a, err := d.do(ctx, noteCreate, trackerhttp.Request{Method: http.MethodPost, Path: d.issuesPath(id + "/notes"), Body: map[string]string{"body": d.marker.Mark(escapeQuick(body), key)}})
+	a, err := d.do(ctx, noteCreate, trackerhttp.Request{Method: http.MethodPost, Path: d.issuePath(id) + "/notes", Body: map[string]string{"body": d.marker.Mark(escapeQuick(body), key)}})
 	if err != nil {
 		return tracker.Comment{}, err
 	}
@@ -222,9 +257,47 @@ func (d *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Com
 // made in the web UI among them, are left out as well by their system
 // flag), created at or after since. GitLab's list takes no since (§6):
 // it is read newest first and stops at the first note older than since.
+//
+// A moved issue's comments (as last learnt, moved.go) are each place's
+// own: the original's up to its move, then each new issue's made after
+// the move that made it. The move copies the notes with their times and
+// new ids; the copies, none newer than the move, are left out, their
+// originals answered under their first ids. A place whose time ended
+// before since is not read.
 func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tracker.Comment, error) {
+	var hops []hop
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		hops = d.moves(n)
+	}
+	var out []tracker.Comment
+	for i := 0; i <= len(hops); i++ {
+		path, from, until := d.issuesPath(id), since, time.Time{}
+		if i > 0 {
+			h := hops[i-1]
+			path = h.issuePath()
+			from = later(since, h.movedAt.Add(time.Microsecond))
+		}
+		if i < len(hops) {
+			until = hops[i].movedAt
+			if until.Before(since) {
+				continue
+			}
+		}
+		cs, err := d.commentsAt(ctx, id, path, from, until)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	tracker.SortComments(out)
+	return out, nil
+}
+
+// commentsAt reads the comments of the issue at path created at or after
+// since and, where until is set, not after it, as the item id's.
+func (d *Driver) commentsAt(ctx context.Context, id, path string, since, until time.Time) ([]tracker.Comment, error) {
 	q := url.Values{"sort": {"desc"}, "order_by": {"created_at"}, "activity_filter": {"only_comments"}, "per_page": {strconv.Itoa(PageLimit)}}
-	req := trackerhttp.Request{Method: http.MethodGet, Path: d.issuesPath(id + "/notes"), Query: q}
+	req := trackerhttp.Request{Method: http.MethodGet, Path: path + "/notes", Query: q}
 	var out []tracker.Comment
 	for {
 		a, err := d.do(ctx, anyRequest, req)
@@ -244,7 +317,7 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 				older = true
 				continue
 			}
-			if !w.System {
+			if !w.System && (until.IsZero() || !w.CreatedAt.After(until)) {
 				out = append(out, d.comment(id, w))
 			}
 		}
@@ -254,7 +327,6 @@ func (d *Driver) Comments(ctx context.Context, id string, since time.Time) ([]tr
 		}
 		req = trackerhttp.Request{Method: http.MethodGet, URL: next}
 	}
-	tracker.SortComments(out)
 	return out, nil
 }
 

@@ -51,7 +51,26 @@ func (d *Driver) Items(ctx context.Context, q tracker.Query) (tracker.Page, erro
 		return tracker.Page{}, err
 	}
 	if len(ws) == 0 || nextPage(a.Header) == "" && len(ws) < PageLimit {
-		return tracker.Page{Items: d.ordered(ws)}, nil
+		// The last page: with it, the issues moved out of the project
+		// and followed, read again one GET each, whose changes the
+		// project's list doesn't show (moved.go).
+		its, err := d.ordered(ctx, ws)
+		if err != nil {
+			return tracker.Page{}, err
+		}
+		seen := map[string]bool{}
+		for _, it := range its {
+			seen[it.Ref.ID] = true
+		}
+		more, err := d.followedChanges(ctx, q.Since, seen)
+		if err != nil {
+			return tracker.Page{}, err
+		}
+		if len(more) > 0 {
+			its = append(its, more...)
+			sortItems(its)
+		}
+		return tracker.Page{Items: its}, nil
 	}
 	// A full page: its last millisecond may go on in the next one.
 	last := ws[len(ws)-1].UpdatedAt.UTC().Truncate(time.Millisecond)
@@ -60,7 +79,11 @@ func (d *Driver) Items(ctx context.Context, q tracker.Query) (tracker.Page, erro
 	}
 	whole := slices.DeleteFunc(slices.Clone(ws), func(w wireIssue) bool { return !w.UpdatedAt.Before(last) })
 	if len(whole) > 0 {
-		return tracker.Page{Items: d.ordered(whole), Next: strconv.FormatInt(last.UnixMicro(), 10)}, nil
+		its, err := d.ordered(ctx, whole)
+		if err != nil {
+			return tracker.Page{}, err
+		}
+		return tracker.Page{Items: its, Next: strconv.FormatInt(last.UnixMicro(), 10)}, nil
 	}
 	// Every issue of the page changed in one millisecond.
 	all, err := d.instant(ctx, last)
@@ -126,7 +149,7 @@ func (d *Driver) instant(ctx context.Context, at time.Time) ([]tracker.Item, err
 			for _, w := range seen {
 				out = append(out, w)
 			}
-			return d.ordered(out), nil
+			return d.ordered(ctx, out)
 		}
 	}
 	return nil, fmt.Errorf("gitlab: the millisecond %s changed under every read of it: %w", at.Format(time.RFC3339Nano), tracker.ErrUnavailable)
@@ -186,12 +209,36 @@ func (d *Driver) current(w wireIssue) wireIssue {
 	return w
 }
 
-// ordered maps issues onto items ordered by (updated_at, iid).
-func (d *Driver) ordered(ws []wireIssue) []tracker.Item {
+// ordered maps changed issues onto items ordered by (updated_at, iid): a
+// moved one answered where it went (moved.go), one gone from there left
+// out (the sweep finds it gone), and each named its last updater where
+// GitLab's events say (actors.go).
+func (d *Driver) ordered(ctx context.Context, ws []wireIssue) ([]tracker.Item, error) {
 	out := make([]tracker.Item, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, d.item(d.current(w)))
+		w = d.current(w)
+		cur, hops, err := d.follow(ctx, w)
+		switch {
+		case errors.Is(err, tracker.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		it, path := d.item(cur), d.issuesPath(strconv.FormatInt(cur.IID, 10))
+		if len(hops) > 0 {
+			it, path = d.movedItem(w, cur, hops), hops[len(hops)-1].issuePath()
+		}
+		if it.UpdatedBy, err = d.actor(ctx, path, cur, it.UpdatedBy); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
 	}
+	sortItems(out)
+	return out, nil
+}
+
+// sortItems orders items by (updated_at, id).
+func sortItems(out []tracker.Item) {
 	slices.SortFunc(out, func(a, b tracker.Item) int {
 		if tracker.Of(a).Before(tracker.Of(b)) {
 			return -1
@@ -201,5 +248,4 @@ func (d *Driver) ordered(ws []wireIssue) []tracker.Item {
 		}
 		return 0
 	})
-	return out
 }

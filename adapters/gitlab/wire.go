@@ -3,7 +3,9 @@ package gitlab
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/relayr-go/relayr/core/tracker"
@@ -41,6 +43,7 @@ type wireIssue struct {
 	ClosedAt    *time.Time  `json:"closed_at"`
 	MovedToID   *int64      `json:"moved_to_id"`
 	IssueType   string      `json:"issue_type"`
+	WebURL      string      `json:"web_url"`
 }
 
 // valid: an issue has ids, a state GitLab has, and an update time.
@@ -73,6 +76,11 @@ func (d *Driver) item(w wireIssue) tracker.Item {
 		text = *w.Description
 	}
 	key, desc := d.marker.Unmark(text)
+	if key == "" {
+		// A marker of another workspace (an issue moved here from a
+		// project another binding files into) is no part of the text.
+		_, desc = foreignMarker(desc)
+	}
 	iid := strconv.FormatInt(w.IID, 10)
 	ref := tracker.ItemRef{ID: iid, Number: w.IID, Name: "#" + iid, Key: key}
 	ref.Link = d.Link(ref)
@@ -94,6 +102,29 @@ func (d *Driver) item(w wireIssue) tracker.Item {
 		it.UpdatedBy = w.Author.Username
 	}
 	return it
+}
+
+// markerLine is a relayr marker line of any source (tracker.HiddenMarker).
+var markerLine = regexp.MustCompile(`^<!-- lattice-key: [^\s<>]+ -->$`)
+
+// foreignMarker splits a description whose last line is a relayr marker
+// (of another source than the driver's, which Unmark took already) into
+// that line and the text before it, without the blank line Mark puts
+// before it; line is "" for any other description.
+func foreignMarker(desc string) (line, rest string) {
+	last, before := desc, ""
+	if i := strings.LastIndexByte(desc, '\n'); i >= 0 {
+		last, before = desc[i+1:], desc[:i+1]
+	}
+	if !markerLine.MatchString(strings.TrimSpace(last)) {
+		return "", desc
+	}
+	for _, sep := range []string{"\r\n\r\n", "\n\n", "\r\n", "\n"} {
+		if r, cut := strings.CutSuffix(before, sep); cut {
+			return strings.TrimSpace(last), r
+		}
+	}
+	return strings.TrimSpace(last), before
 }
 
 // comment maps a note onto the port's comment.

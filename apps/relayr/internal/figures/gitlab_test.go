@@ -124,7 +124,8 @@ func (g *gitlab) Close() {
 // and labels a third within the minute of the rule's edits (GitLab's
 // throttled touch leaves their updated_at as it was: the followers read
 // them again until the quiet span is over), closes a fourth, moves a
-// fifth to another project (it stays, closed: done, not deleted), files
+// fifth to another project and closes it there (followed: its closing
+// there is its key's one change; no deletion, no new issue), files
 // an issue of their own, and deletes two of relayr's issues (no webhook:
 // the sweep, run every two seconds here, finds them).
 //
@@ -226,8 +227,16 @@ func gitlabPersonsChanges(g *gitlab, items map[string]string, keys []string) ([]
 			typ: follow.TypeItemChanged, item: labelled, field: tracker.FieldLabels, value: withUrgent},
 		{what: "the closing of " + keys[7], act: func() error { return g.p.Close(number(closed)) },
 			typ: follow.TypeItemChanged, item: closed, field: tracker.FieldState, value: jsonText(string(tracker.Done))},
-		{what: "the move of " + keys[9], act: func() error { _, err := g.p.Move(number(moved), gitlabArchive); return err },
-			typ: follow.TypeItemChanged, item: moved, field: tracker.FieldState, value: jsonText(string(tracker.Done))},
+		// The move is followed: the issue's closing where it went is its
+		// key's change, and the move itself (the original closed, a new
+		// issue) is no event.
+		{what: "the move of " + keys[9] + " and its closing where it went", act: func() error {
+			n, err := g.p.Move(number(moved), gitlabArchive)
+			if err != nil {
+				return err
+			}
+			return g.e.Person(gitlabPerson, gitlabArchive).Close(n)
+		}, typ: follow.TypeItemChanged, item: moved, field: tracker.FieldState, value: jsonText(string(tracker.Done))},
 		{what: "the person's own issue", act: func() error { _, err := g.p.CreateIssue(own, ""); return err },
 			typ: follow.TypeItemCreated, title: own},
 	}
