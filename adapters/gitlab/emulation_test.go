@@ -202,13 +202,18 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestDriver runs drivertest in each position, and beside it what the
+// suite has no case for: the position's deliveries, signed where it signs,
+// through the driver's Nudge (nudgesIn).
 func TestDriver(t *testing.T) {
 	for _, pos := range positions {
 		t.Run(pos.name, func(t *testing.T) {
 			drivertest.Run(t, func(t *testing.T) drivertest.Harness {
 				em := newEmulated(t, pos.opts, gitlab.Config{})
+				em.signed = pos.signed
 				return drivertest.Harness{Driver: em.driver(t), Person: emuPerson{t, em}, Wait: em.clock.Advance}
 			})
+			t.Run("Nudges", func(t *testing.T) { nudgesIn(t, pos) })
 		})
 	}
 }
