@@ -3,6 +3,7 @@ package gitlab_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,9 +38,11 @@ func poll(ctx context.Context, d *gitlab.Driver, since time.Time) error {
 // poll after a person commented on 10 issues, and a burst of 300 filings:
 // GitLab's answers over a limit (goal 0: the driver keeps the 200
 // creations a minute unsent) and the virtual seconds the burst took (at
-// least one minute past the first 200).
+// least one minute past the first 200); and a burst of 150 comments on the
+// 10 issues, its answers over a limit (goal 0: the 60 notes a minute kept
+// unsent) and its virtual seconds (two minutes past the first 60).
 func BenchmarkGitLabRequests(b *testing.B) {
-	var filing, change, idle, comments, over, burst float64
+	var filing, change, idle, comments, over, burst, notesOver, notes float64
 	for b.Loop() {
 		em := newEmulated(b, gitlabemu.GitLabCom(), gitlab.Config{})
 		d := em.driver(b)
@@ -97,6 +100,17 @@ func BenchmarkGitLabRequests(b *testing.B) {
 		}
 		burst += em.clock.Now().Sub(start).Seconds()
 		over += float64(em.e.Over())
+
+		before := em.e.Over()
+		start = em.clock.Now()
+		for i := range 150 {
+			id := strconv.FormatInt(ids[i%len(ids)], 10)
+			if _, err := d.Comment(ctx, id, fmt.Sprintf("c%d", i), fmt.Sprintf("run %d failed again", i)); err != nil {
+				b.Fatalf("comment %d: %v", i, err)
+			}
+		}
+		notes += em.clock.Now().Sub(start).Seconds()
+		notesOver += float64(em.e.Over() - before)
 	}
 	n := float64(b.N)
 	b.ReportMetric(filing/n, "requests/filing")
@@ -105,4 +119,6 @@ func BenchmarkGitLabRequests(b *testing.B) {
 	b.ReportMetric(comments/n, "requests/poll-10-commented")
 	b.ReportMetric(over/n, "burst-429s")
 	b.ReportMetric(burst/n, "burst-s")
+	b.ReportMetric(notesOver/n, "comment-burst-429s")
+	b.ReportMetric(notes/n, "comment-burst-s")
 }

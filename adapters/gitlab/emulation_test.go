@@ -48,9 +48,17 @@ var positions = []position{
 	{name: "LocalOffset", opts: gitlabemu.Options{Location: time.FixedZone("CEST", 2*3600)}},
 	{name: "ResendFailed", opts: gitlabemu.Options{ResendFailed: true}},
 	{name: "SigningToken", opts: gitlabemu.Options{}, signed: true},
+	// A 304 free of the API throttle (the sheet's unknown, §7
+	// "Conditional requests"), on GitLab.com's limits, where it counts.
+	{name: "FreeNotModified", opts: func() gitlabemu.Options {
+		o := gitlabemu.GitLabCom()
+		o.FreeNotModified = true
+		return o
+	}()},
 	{name: "AllAtOnce", opts: func() gitlabemu.Options {
 		o := gitlabemu.GitLabCom()
 		o.NoKeyset, o.ListLag, o.LabelEditsTouchAlways, o.Location, o.ResendFailed = true, 3*time.Second, true, time.FixedZone("CEST", 2*3600), true
+		o.FreeNotModified = true
 		return o
 	}(), signed: true},
 }
@@ -194,13 +202,18 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestDriver runs drivertest in each position, and beside it what the
+// suite has no case for: the position's deliveries, signed where it signs,
+// through the driver's Nudge (nudgesIn).
 func TestDriver(t *testing.T) {
 	for _, pos := range positions {
 		t.Run(pos.name, func(t *testing.T) {
 			drivertest.Run(t, func(t *testing.T) drivertest.Harness {
 				em := newEmulated(t, pos.opts, gitlab.Config{})
+				em.signed = pos.signed
 				return drivertest.Harness{Driver: em.driver(t), Person: emuPerson{t, em}, Wait: em.clock.Advance}
 			})
+			t.Run("Nudges", func(t *testing.T) { nudgesIn(t, pos) })
 		})
 	}
 }

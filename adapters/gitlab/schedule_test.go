@@ -117,17 +117,29 @@ func (p schedulePerson) Create(_ context.Context, title string) (string, error) 
 }
 
 // scheduleHooks answers the deliveries GitLab's emulation rendered about
-// an issue (scheduletest.Rendered). GitLab signs nothing: a delivery
-// carries the hook's secret token as is.
-func scheduleHooks(e *gitlabemu.Emulator) *scheduletest.Rendered {
+// an issue (scheduletest.Rendered). A hook carries its secret token as is
+// (X-Gitlab-Token); signed (the position's signing token), the hook's
+// signing token is the same secret, and each delivery also carries a
+// Standard Webhooks signature of its body, which the driver's Nudge
+// verifies before the schedule's follower is woken (a delivery that does
+// not verify fails the schedule). A delivery of a signed position without
+// its signature fails the test.
+func scheduleHooks(t *testing.T, e *gitlabemu.Emulator, signed bool) *scheduletest.Rendered {
 	return &scheduletest.Rendered{
 		Add: func(secret string) error {
-			e.AddHook(project, "http://127.0.0.1:9/relayr", secret, "")
+			signing := ""
+			if signed {
+				signing = secret
+			}
+			e.AddHook(project, "http://127.0.0.1:9/relayr", secret, signing)
 			return nil
 		},
 		Deliveries: func() []scheduletest.Delivery {
 			var ds []scheduletest.Delivery
 			for _, d := range e.Deliveries() {
+				if has := d.Header.Get("webhook-signature") != ""; has != signed {
+					t.Errorf("a %s delivery signed %v in a position signed %v", d.Event, has, signed)
+				}
 				ds = append(ds, scheduletest.Delivery{
 					Header: d.Header, Body: d.Body, Signature: d.Header.Get(gitlab.HookHeader),
 					Item: strconv.FormatInt(d.IID, 10),
@@ -179,7 +191,7 @@ func TestEveryChangeAPersonMakesIsPublishedOnce(t *testing.T) {
 					Fields:  []string{tracker.FieldTitle, tracker.FieldDescription, tracker.FieldState, tracker.FieldLabels},
 					Labels:  []string{"ci", "flaky"},
 					Deletes: true,
-					Nudge:   scheduleHooks(e).Nudge,
+					Nudge:   scheduleHooks(t, e, pos.signed).Nudge,
 				}
 			}, scheduletest.Options{Schedules: 60})
 		})

@@ -485,8 +485,9 @@ func (r results) jiraRows() []row {
 // gitlabRows are GitLab's driver figures over its emulation on
 // GitLab.com's limits (adapters/gitlab's BenchmarkGitLabRequests, on
 // virtual time): what a filing, a change, an idle poll and a poll after
-// comments on 10 issues cost, and a burst of 300 filings paced within the
-// 200 issues a minute.
+// comments on 10 issues cost, a burst of 300 filings paced within the
+// 200 issues a minute, and a burst of 150 comments within the 60 notes a
+// minute.
 func (r results) gitlabRows() []row {
 	var rows []row
 	for _, m := range []struct{ metric, label string }{
@@ -502,6 +503,10 @@ func (r results) gitlabRows() []row {
 	if v, ok := r.get("GitLabRequests", "burst-429s"); ok {
 		secs, _ := r.get("GitLabRequests", "burst-s")
 		rows = append(rows, row{"A burst of 300 filings, GitLab.com's limits (virtual time)", fmt.Sprintf("%s answers over a limit, paced over %s s", count(v), num(secs)), "GitLab.com's 200 issues a minute a project and user", "–"})
+	}
+	if v, ok := r.get("GitLabRequests", "comment-burst-429s"); ok {
+		secs, _ := r.get("GitLabRequests", "comment-burst-s")
+		rows = append(rows, row{"A burst of 150 comments, GitLab.com's limits (virtual time)", fmt.Sprintf("%s answers over a limit, paced over %s s", count(v), num(secs)), "GitLab.com's 60 notes a minute a user", "–"})
 	}
 	return rows
 }

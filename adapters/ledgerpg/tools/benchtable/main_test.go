@@ -183,7 +183,7 @@ func TestTableShowsJirasRequestsAndItsBurst(t *testing.T) {
 }
 
 func TestTableShowsGitLabsRequestsAndItsBurst(t *testing.T) {
-	res, err := parse(strings.NewReader("BenchmarkGitLabRequests-2   	      15	 105039943 ns/op	         0 burst-429s	        61.00 burst-s	         2.000 requests/change	         1.000 requests/filing	         1.000 requests/idle-poll	        11.00 requests/poll-10-commented\n"))
+	res, err := parse(strings.NewReader("BenchmarkGitLabRequests-2   	      15	 105039943 ns/op	         0 burst-429s	        61.00 burst-s	         0 comment-burst-429s	       122.0 comment-burst-s	         2.000 requests/change	         1.000 requests/filing	         1.000 requests/idle-poll	        11.00 requests/poll-10-commented\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +192,7 @@ func TestTableShowsGitLabsRequestsAndItsBurst(t *testing.T) {
 		"| GitLab's driver alone: requests per filing (one POST) | 1.00 | – | – |",
 		"| GitLab's driver alone: requests per poll after comments on 10 issues (each issue's notes) | 11.00 | – | – |",
 		"| A burst of 300 filings, GitLab.com's limits (virtual time) | 0 answers over a limit, paced over 61.00 s |",
+		"| A burst of 150 comments, GitLab.com's limits (virtual time) | 0 answers over a limit, paced over 122 s | GitLab.com's 60 notes a minute a user |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q:\n%s", want, got)

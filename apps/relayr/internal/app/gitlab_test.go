@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -10,12 +11,15 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/relayr-go/relayr/adapters/gitlab"
 	"github.com/relayr-go/relayr/apps/relayr/internal/app"
 	"github.com/relayr-go/relayr/apps/relayr/internal/config"
 	"github.com/relayr-go/relayr/core/tracker"
 	"github.com/relayr-go/relayr/fixtures/gitlabemu"
+	"github.com/relayr-go/relayr/fixtures/memnet"
 )
 
 // gitlabProject is the project the GitLab tests bind, owned by the bot
@@ -58,6 +62,15 @@ func newGitLabSite(t *testing.T) *gitlabSite {
 // support bound to a project as the binding b says.
 func gitlabApp(t *testing.T, b config.Binding, creds tracker.Credentials) *app.App {
 	t.Helper()
+	return gitlabAppWith(t, b, creds, app.Options{})
+}
+
+// gitlabAppWith is gitlabApp with options (a log discarded when none).
+func gitlabAppWith(t *testing.T, b config.Binding, creds tracker.Credentials, o app.Options) *app.App {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	dir := t.TempDir()
 	b.Tenant, b.Workspace, b.Tracker = "acme", "support", gitlab.Kind
 	c := &config.Config{
@@ -69,7 +82,7 @@ func gitlabApp(t *testing.T, b config.Binding, creds tracker.Credentials) *app.A
 	}
 	secrets := &config.Secrets{Tokens: map[string]string{"gitlab-token-of-acme-0123456789abcdef": "acme"},
 		Trackers: tracker.StaticCredentials{"acme/gitlab": creds}}
-	a, err := app.New(t.Context(), c, secrets, app.Options{Logger: slog.New(slog.DiscardHandler)})
+	a, err := app.New(t.Context(), c, secrets, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +158,8 @@ func TestAGitLabBindingConnectsAsConfigured(t *testing.T) {
 // updated answers 204, and so does a signed delivery (Standard Webhooks,
 // signing token the same secret); a delivery with another token, or signed
 // with another signing token, or of a project not bound, 401. A delivery
-// resent with its Idempotency-Key is a replay (204, waking nothing), and a
-// deletion sends nothing.
+// resent with its Idempotency-Key is a replay (204; that it wakes no poll
+// is TestAGitLabReplayWakesNoPoll's), and a deletion sends nothing.
 func TestAGitLabDeliveryWakesTheBinding(t *testing.T) {
 	const secret = "gitlab-webhook-secret"
 	site := newGitLabSite(t)
@@ -209,4 +222,95 @@ func TestAGitLabDeliveryWakesTheBinding(t *testing.T) {
 	if got := answered(func() error { return person.Delete(iid) }); len(got) != 0 {
 		t.Fatalf("the deletion's deliveries answered %v: GitLab sends none", got)
 	}
+}
+
+// TestAGitLabReplayWakesNoPoll: relayr and GitLab's emulation in one
+// testing/synctest bubble, the emulation served in memory and its hook
+// delivering to relayr's webhook route in process, the binding's follower
+// running on the bubble's virtual time. A person's change delivered
+// wakes a poll at once (the follower reads the project's issues, well
+// within its 30 s interval); the delivery resent from GitLab's UI, its
+// Idempotency-Key the same, answers 204 and wakes none; a new delivery (a
+// comment's Note Hook, a new Idempotency-Key) wakes one again.
+func TestAGitLabReplayWakesNoPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "gitlab-webhook-secret"
+		var api http.Handler
+		e := gitlabemu.New(gitlabemu.Options{WebhookClient: &http.Client{Transport: gitlabemu.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+			rec := httptest.NewRecorder()
+			api.ServeHTTP(rec, r)
+			return rec.Result(), nil
+		})}})
+		srv := memnet.NewServer(e)
+		e.SetBaseURL(srv.URL)
+		token := e.AddToken("relayr-bot")
+		e.CreateProject(gitlabProject, "relayr-bot")
+		a := gitlabAppWith(t, config.Binding{BaseURL: srv.URL, Project: gitlabProject}, tracker.Credentials{Token: token, WebhookSecret: secret},
+			app.Options{Transport: srv.Transport()})
+		api = a.API
+		ctx, cancel := context.WithCancel(context.Background())
+		defer func() {
+			cancel()
+			a.Followers.Stop()
+			a.Close()
+			srv.Close()
+			e.Close()
+		}()
+		b, err := a.Conns.Binding("acme", "support")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Conns.Tracker(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		a.Followers.Start(ctx)
+		// The follower's first polls, at its phase of the interval.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		const list = "GET /api/v4/projects/{id}/issues"
+		if e.Requests(list) == 0 {
+			t.Fatal("the follower never polled")
+		}
+		e.AddHook(gitlabProject, "http://relayr.invalid/relayr/v1/trackers/acme/gitlab", secret, "")
+		person := e.Person("alice", gitlabProject)
+		// delivered runs act and answers the statuses of its deliveries and
+		// the list reads the follower made within the second after it.
+		delivered := func(what string, act func() error) ([]int, int) {
+			t.Helper()
+			before, polls := len(e.Deliveries()), e.Requests(list)
+			if err := act(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			var codes []int
+			for _, d := range e.Deliveries()[before:] {
+				codes = append(codes, d.Status)
+			}
+			return codes, e.Requests(list) - polls
+		}
+		iid, err := person.CreateIssue("A person's issue", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		codes, polls := delivered("a retitle", func() error { return person.Retitle(iid, "Retitled") })
+		if !slices.Equal(codes, []int{http.StatusNoContent}) || polls == 0 {
+			t.Fatalf("the retitle's delivery answered %v and woke %d list reads, want 204 and a poll", codes, polls)
+		}
+		time.Sleep(5 * time.Second) // past the 2 s debounce, well within the interval
+		last := len(e.Deliveries()) - 1
+		codes, polls = delivered("the resend", func() error { return e.Resend(last) })
+		if !slices.Equal(codes, []int{http.StatusNoContent}) || polls != 0 {
+			t.Fatalf("the delivery resent answered %v and woke %d list reads, want 204 and none", codes, polls)
+		}
+		if d := e.Deliveries(); d[last].Header.Get("Idempotency-Key") != d[len(d)-1].Header.Get("Idempotency-Key") {
+			t.Fatal("the resend carries another Idempotency-Key")
+		}
+		time.Sleep(5 * time.Second)
+		codes, polls = delivered("a comment", func() error { _, err := person.Comment(iid, "Seen on main too"); return err })
+		if !slices.Equal(codes, []int{http.StatusNoContent}) || polls == 0 {
+			t.Fatalf("the comment's delivery answered %v and woke %d list reads, want 204 and a poll", codes, polls)
+		}
+	})
 }
