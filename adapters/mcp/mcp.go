@@ -134,6 +134,9 @@ func NewServer(w Workspace, o *Options) *gomcp.Server {
 	}
 	s := gomcp.NewServer(&gomcp.Implementation{Name: "relayr", Title: "relayr: tracker items once per key", Version: version},
 		&gomcp.ServerOptions{Instructions: instructions, Logger: o.Logger})
+	if errInputSchemas != nil && o.Logger != nil {
+		o.Logger.Error("mcp: serving the SDK's inferred input schemas, without the states' enum", "err", errInputSchemas)
+	}
 	c := &client{w: w}
 	gomcp.AddTool(s, &gomcp.Tool{
 		Name:  ToolFileItem,
@@ -141,7 +144,7 @@ func NewServer(w Workspace, o *Options) *gomcp.Server {
 		Description: "Ensure an item in the workspace's tracker by key: file it when no item has the key, else answer the item filed under it. " +
 			"Safe to retry: the same key always answers the same item, whether you call again, time out, or lose the answer, and two callers racing one key get one item. " +
 			`The answer's "how" is "created" when this call filed it, "existing" or "found" when it was filed before (its title and fields are then left as they are: use update_item to change them).`,
-		InputSchema: schemaOf[FileItemInput]("state"),
+		InputSchema: inputSchema(ToolFileItem),
 		Annotations: &gomcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)},
 	}, c.fileItem)
 	gomcp.AddTool(s, &gomcp.Tool{
@@ -149,7 +152,7 @@ func NewServer(w Workspace, o *Options) *gomcp.Server {
 		Title: "Update the item of a key",
 		Description: "Update the item filed under a key: only the fields given, and only where they differ; a call that changes nothing sends nothing to the tracker. " +
 			"Safe to retry with the same arguments. The key must have been filed with file_item first.",
-		InputSchema: schemaOf[UpdateItemInput]("state"),
+		InputSchema: inputSchema(ToolUpdateItem),
 		Annotations: &gomcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)},
 	}, c.updateItem)
 	gomcp.AddTool(s, &gomcp.Tool{
@@ -157,7 +160,7 @@ func NewServer(w Workspace, o *Options) *gomcp.Server {
 		Title: "Comment once by key",
 		Description: "Comment on the item filed under item_key, once per comment key: the same comment key posts one comment however often it is sent, " +
 			"so a retry after a timeout or a lost answer is safe.",
-		InputSchema: schemaOf[CommentInput](),
+		InputSchema: inputSchema(ToolComment),
 		Annotations: &gomcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)},
 	}, c.comment)
 	gomcp.AddTool(s, &gomcp.Tool{
@@ -166,26 +169,68 @@ func NewServer(w Workspace, o *Options) *gomcp.Server {
 		Description: "Read what people did in the tracker (items created, changed, commented, removed), each event once, in order, after a sequence number. " +
 			`Pass the answer's "next" as "after" to read on. With wait_seconds the call waits (at most 60 s) for the next event when there is none. ` +
 			"relayr's own writes never come back as events.",
-		InputSchema: schemaOf[ReadEventsInput](),
+		InputSchema: inputSchema(ToolReadEvents),
 		Annotations: &gomcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(true)},
 	}, c.readEvents)
 	return s
 }
 
-// schemaOf is In's input schema, the properties named taking one of the
-// five states. The structs are this package's own: inference failing is a
-// bug the tests see, and the SDK then infers the schema itself.
-func schemaOf[In any](stateFields ...string) any {
+// inputSchemas are the tools' input schemas by tool name, inferred once
+// from this package's argument types, each state field taking one of the
+// five states (schemaFor). The types are fixed, so what the package's
+// tests see here is what every server serves: TestInputSchemas fails on
+// errInputSchemas and checks each state field's enum, and
+// TestToolsListEachWithSchemaAndDescription reads the enum back through
+// the SDK's client.
+var inputSchemas, errInputSchemas = buildInputSchemas()
+
+func buildInputSchemas() (map[string]*jsonschema.Schema, error) {
+	out := map[string]*jsonschema.Schema{}
+	var errs []error
+	add := func(tool string, s *jsonschema.Schema, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mcp: %s's input schema: %w", tool, err))
+			return
+		}
+		out[tool] = s
+	}
+	s, err := schemaFor[FileItemInput]("state")
+	add(ToolFileItem, s, err)
+	s, err = schemaFor[UpdateItemInput]("state")
+	add(ToolUpdateItem, s, err)
+	s, err = schemaFor[CommentInput]()
+	add(ToolComment, s, err)
+	s, err = schemaFor[ReadEventsInput]()
+	add(ToolReadEvents, s, err)
+	return out, errors.Join(errs...)
+}
+
+// schemaFor is In's input schema, the properties named taking one of the
+// five states; a property named that In does not have is an error, as is
+// a type the SDK's inference refuses.
+func schemaFor[In any](stateFields ...string) (*jsonschema.Schema, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	for _, name := range stateFields {
-		if p, ok := s.Properties[name]; ok {
-			p.Enum = states
+		p, ok := s.Properties[name]
+		if !ok {
+			return nil, fmt.Errorf("no property %q to give the states", name)
 		}
+		p.Enum = states
 	}
-	return s
+	return s, nil
+}
+
+// inputSchema is tool's schema for gomcp.Tool.InputSchema: nil, so the
+// SDK infers one (without the states' enum), only if buildInputSchemas
+// failed, which the package's tests refuse and NewServer logs.
+func inputSchema(tool string) any {
+	if s := inputSchemas[tool]; s != nil {
+		return s
+	}
+	return nil
 }
 
 // client calls the API for one workspace.

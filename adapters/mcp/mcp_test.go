@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +199,22 @@ func TestToolsListEachWithSchemaAndDescription(t *testing.T) {
 				t.Errorf("%s: schema %s, description %q", name, schema, tool.Description)
 			}
 		}
+		// Each state field takes the five states, as the SDK's client reads
+		// the schema back.
+		for _, name := range []string{"file_item", "update_item"} {
+			var schema struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+			}
+			b, _ := json.Marshal(got[name].InputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if e := schema.Properties["state"].Enum; !slices.Equal(e, []string{"backlog", "todo", "started", "done", "cancelled"}) {
+				t.Errorf("%s's state enum %q, want the five states", name, e)
+			}
+		}
 		schema, _ := json.Marshal(got["file_item"].InputSchema)
 		for _, want := range []string{`"required":["key","title"]`, `"cancelled"`, "same key"} {
 			if !strings.Contains(string(schema), want) {
@@ -325,14 +342,27 @@ func TestAnotherTenantsTokenReachesNothing(t *testing.T) {
 	if err == nil {
 		t.Fatal("globex's token connected to acme's workspace")
 	}
-	req, _ := http.NewRequest("POST", w.srv.URL+"/relayr/v1/tenants/acme/workspaces/ops/mcp", strings.NewReader(`{}`))
-	res, err := w.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("no token: %d", res.StatusCode)
+	// What the SDK's client was answered, before any MCP was read: 403
+	// for another tenant's token, 401 for none (docs/mcp.md).
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`
+	for _, c := range []struct {
+		name, token string
+		want        int
+	}{{"AnotherTenantsToken", tokenB, http.StatusForbidden}, {"NoToken", "", http.StatusUnauthorized}} {
+		req, _ := http.NewRequest("POST", w.srv.URL+"/relayr/v1/tenants/acme/workspaces/ops/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		res, err := w.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.name, res.StatusCode, c.want)
+		}
 	}
 }
 

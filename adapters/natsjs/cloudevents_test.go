@@ -1,12 +1,15 @@
 package natsjs_test
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"testing"
 
-	"github.com/cloudevents/sdk-go/v2/binding/format"
+	cejetstream "github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
 	cevent "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relayr-go/relayr/adapters/cloudevents"
@@ -15,10 +18,11 @@ import (
 	"github.com/relayr-go/relayr/core/eventlog"
 )
 
-// A CloudEvents target's messages, read by a durable JetStream consumer on
-// the machine's NATS and decoded by the CloudEvents SDK (the format its
-// Content-Type names), are each event once, in order, every attribute set.
-func TestCloudEventsAreReadByAConsumerAndDecodedByTheSDK(t *testing.T) {
+// A CloudEvents target's messages, received by the CloudEvents SDK's own
+// NATS JetStream consumer (protocol/nats_jetstream, a durable push consumer
+// on the machine's NATS) and turned into events by the SDK, are each event
+// once, in order, every attribute set.
+func TestCloudEventsAreReceivedByTheSDKsJetStreamConsumer(t *testing.T) {
 	js := natstest.JetStream(t)
 	tg := target(t, js, jetstream.StreamConfig{})
 	tg.CloudEvents = true
@@ -33,43 +37,62 @@ func TestCloudEventsAreReadByAConsumerAndDecodedByTheSDK(t *testing.T) {
 	if n, err := s.PublishBatch(t.Context(), es); n != 3 || err != nil {
 		t.Fatalf("PublishBatch again = %d, %v", n, err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(t.Context(), tg.Stream, jetstream.ConsumerConfig{
-		Durable: "triage", FilterSubject: tg.Prefix + ".acme.ops.>", AckPolicy: jetstream.AckExplicitPolicy,
+
+	const durable = "triage"
+	consumer, err := cejetstream.NewConsumerFromConn(natstest.Connect(t), tg.Stream, tg.Prefix+".acme.ops.>", nil,
+		[]nats.SubOpt{nats.BindStream(tg.Stream), nats.Durable(durable), nats.DeliverAll(), nats.AckExplicit()})
+	if err != nil {
+		t.Fatalf("the SDK's consumer: %v", err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	inbound := make(chan error, 1)
+	go func() { inbound <- consumer.OpenInbound(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-inbound; err != nil {
+			t.Errorf("the SDK's consumer: %v", err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.FetchNoWait(10) // the stream acknowledged every publish: all are there
-	if err != nil {
-		t.Fatal(err)
-	}
+
 	var got []cevent.Event
-	for m := range batch.Messages() {
-		ct := m.Headers().Get("Content-Type")
-		f := format.Lookup(ct)
-		if f == nil || ct != cloudevents.ContentType {
-			t.Fatalf("Content-Type %q: the SDK knows no event format of it, want %s", ct, cloudevents.ContentType)
+	for range es {
+		m, err := consumer.Receive(t.Context()) // the stream acknowledged every publish: all are there
+		if err != nil {
+			t.Fatalf("the SDK's consumer received %d events, then: %v", len(got), err)
 		}
-		var ev cevent.Event
-		if err := f.Unmarshal(m.Data(), &ev); err != nil {
-			t.Fatalf("the SDK cannot decode %s: %v", m.Data(), err)
+		if enc := m.ReadEncoding(); enc != binding.EncodingStructured {
+			t.Errorf("encoding %v, want structured (%s)", enc, cloudevents.ContentType)
 		}
-		if m.Headers().Get(jetstream.MsgIDHeader) != ev.ID() {
-			t.Errorf("Nats-Msg-Id %q, want the CloudEvent's id %q", m.Headers().Get(jetstream.MsgIDHeader), ev.ID())
+		msg := m.(*cejetstream.Message).Msg
+		if ct := msg.Header.Get("Content-Type"); ct != cloudevents.ContentType {
+			t.Errorf("Content-Type %q, want %s", ct, cloudevents.ContentType)
 		}
-		got = append(got, ev)
-		if err := m.Ack(); err != nil {
+		ev, err := binding.ToEvent(t.Context(), m)
+		if err != nil {
+			t.Fatalf("the SDK cannot read %s: %v", msg.Data, err)
+		}
+		if msg.Header.Get(jetstream.MsgIDHeader) != ev.ID() {
+			t.Errorf("Nats-Msg-Id %q, want the CloudEvent's id %q", msg.Header.Get(jetstream.MsgIDHeader), ev.ID())
+		}
+		if err := m.Finish(nil); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if len(got) != len(es) {
-		t.Fatalf("the consumer read %d events, want each of the %d once", len(got), len(es))
+		got = append(got, *ev)
 	}
 	for i, e := range es {
 		check(t, got[i], e)
 	}
 	if got[0].Subject() != "ci/build-1042" || got[1].Subject() != "" {
 		t.Errorf("subjects %q, %q; want the item's key, then none (its data names no item)", got[0].Subject(), got[1].Subject())
+	}
+	// Each event once: the SDK's consumer was handed three messages, and
+	// none is left for it.
+	info, err := consumer.Jsm.ConsumerInfo(tg.Stream, durable, nats.Context(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != uint64(len(es)) || info.NumPending != 0 {
+		t.Errorf("the consumer was handed %d messages with %d pending, want each of the %d events once", info.Delivered.Consumer, info.NumPending, len(es))
 	}
 }
 

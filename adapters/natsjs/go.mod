@@ -19,6 +19,7 @@ require (
 )
 
 require (
+	github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2 v2.16.2
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/relayr-go/relayr/adapters/cloudevents v0.1.0
 )

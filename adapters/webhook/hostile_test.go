@@ -43,7 +43,7 @@ func TestHostileSubscribers(t *testing.T) {
 				// Another host: the signed body must never reach it.
 				other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					s.mu.Lock()
-					s.elsewhere = append(s.elsewhere, r.Method+" "+r.URL.Path+" signed="+r.Header.Get(webhook.SignatureHeader))
+					s.elsewhere = append(s.elsewhere, r.Method+" "+r.URL.Path+" signed="+r.Header.Get(webhook.StandardSignatureHeader))
 					s.mu.Unlock()
 				}))
 				defer other.Close()

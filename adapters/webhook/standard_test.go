@@ -193,7 +193,7 @@ func TestStandardWebhooks(t *testing.T) {
 	t.Run("APlainSecretsBytesAreItsKey", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newReceiver(t, 0)
-			r.publish(t, event, func(s *webhook.Subscriber) { s.Secret = "sub-secret" })
+			r.publish(t, event, func(s *webhook.Subscriber) { s.Secret, s.Signing = "sub-secret", webhook.SignBoth })
 			d := r.deliveries()[0]
 			wh, err := standardwebhooks.NewWebhookRaw([]byte("sub-secret"))
 			if err != nil {
@@ -203,7 +203,7 @@ func TestStandardWebhooks(t *testing.T) {
 				t.Fatalf("a plain secret's bytes as the key: %v", err)
 			}
 			if d.header.Get(webhook.SignatureHeader) != webhook.Sign("sub-secret", d.body) {
-				t.Fatal("X-Relayr-Signature is not as before under the default signing")
+				t.Fatal("X-Relayr-Signature, asked for, is not as before under a plain secret")
 			}
 		})
 	})
@@ -214,7 +214,7 @@ func TestStandardWebhooks(t *testing.T) {
 			signing          webhook.Signing
 			standard, relayr bool
 		}{
-			{"UnsetIsBoth", "", true, true}, {"Both", webhook.SignBoth, true, true},
+			{"UnsetIsStandardOnly", "", true, false}, {"Both", webhook.SignBoth, true, true},
 			{"Standard", webhook.SignStandard, true, false}, {"Relayr", webhook.SignRelayr, false, true},
 		} {
 			t.Run(c.name, func(t *testing.T) {

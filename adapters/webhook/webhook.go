@@ -4,8 +4,8 @@
 // (ADR-0015's sinks; docs/delivery.md). Each delivery is signed as the
 // Standard Webhooks specification says (webhook-id, webhook-timestamp,
 // webhook-signature over "<id>.<timestamp>.<body>", whsec_ secrets, two
-// signatures while a secret is rotated), relayr's own X-Relayr-Signature
-// beside it for the receivers that still check it (ADR-1014). A
+// signatures while a secret is rotated); relayr's own X-Relayr-Signature
+// is sent only to a subscription that asks for it (Signing, ADR-1014). A
 // subscription may ask for CloudEvents 1.0 instead of relayr's own JSON
 // (Format), in the HTTP binding's structured or binary mode, encoded by the
 // CloudEvents Go SDK; the signatures cover the body sent (ADR-1016).
@@ -73,22 +73,23 @@ type Signing string
 
 // The signings a subscription may ask for.
 const (
-	// SignStandard sends Standard Webhooks' headers only.
+	// SignStandard sends Standard Webhooks' headers only: what a
+	// subscription that names none gets (DefaultSigning).
 	SignStandard Signing = "standard"
 	// SignRelayr sends X-Relayr-Signature only, as relayr did before
 	// ADR-1014.
 	SignRelayr Signing = "relayr"
-	// SignBoth sends both: what a subscription that names none gets
-	// (DefaultSigning).
+	// SignBoth sends both, for a receiver that still checks
+	// X-Relayr-Signature while it moves to Standard Webhooks.
 	SignBoth Signing = "both"
 )
 
-// DefaultSigning is the signing of a subscription that names none: both,
-// so a receiver that checks X-Relayr-Signature goes on taking deliveries,
-// and one that verifies Standard Webhooks can from now on (ADR-1014:
-// dropping the old header by default would refuse every delivery of an
-// existing subscriber until it changed).
-const DefaultSigning = SignBoth
+// DefaultSigning is the signing of a subscription that names none:
+// Standard Webhooks alone. The old header, which signs the body alone and
+// so lets a captured delivery be replayed for ever, is kept only for a
+// configured subscription that asks for it (SignBoth or SignRelayr;
+// ADR-1014).
+const DefaultSigning = SignStandard
 
 // Valid reports whether s is one of the signings ("" is not: callers
 // fill DefaultSigning in).
@@ -96,7 +97,7 @@ func (s Signing) Valid() bool { return s == SignStandard || s == SignRelayr || s
 
 func (s Signing) standard() bool { return s == SignStandard || s == SignBoth || s == "" }
 
-func (s Signing) relayr() bool { return s == SignRelayr || s == SignBoth || s == "" }
+func (s Signing) relayr() bool { return s == SignRelayr || s == SignBoth }
 
 // Format is the body a subscription's deliveries carry (ADR-1016).
 type Format string

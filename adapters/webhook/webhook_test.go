@@ -27,7 +27,7 @@ func TestSubscriberSignsAndKeysEachDelivery(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	s := &webhook.Subscriber{URL: srv.URL, Secret: "sub-secret"}
+	s := &webhook.Subscriber{URL: srv.URL, Secret: "sub-secret", Signing: webhook.SignBoth}
 	e := eventlog.Event{ID: "trk_0123456789abcdef", Seq: 3, Tenant: "acme", Workspace: "ops", Type: "tracker:item_changed", Data: json.RawMessage(`{"field":"state"}`)}
 	if err := s.Publish(context.Background(), e); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,10 @@ func TestSubscriberSignsAndKeysEachDelivery(t *testing.T) {
 		t.Fatalf("headers %v", r.Header)
 	}
 	if r.Header.Get(webhook.SignatureHeader) != webhook.Sign("sub-secret", bodies[0]) {
-		t.Fatal("the signature is not the HMAC of the raw body")
+		t.Fatal("X-Relayr-Signature, asked for, is not the HMAC of the raw body")
+	}
+	if r.Header.Get(webhook.StandardSignatureHeader) == "" || r.Header.Get(webhook.IDHeader) != e.ID {
+		t.Fatalf("Standard Webhooks' headers are missing beside it: %v", r.Header)
 	}
 	var back eventlog.Event
 	if err := json.Unmarshal(bodies[0], &back); err != nil || back.ID != e.ID || back.Seq != 3 {

@@ -1009,6 +1009,21 @@ func (f *feedReader) read(ctx context.Context) error {
 
 func (f *feedReader) len() int { return len(f.events[chaosPlaneWS]) + len(f.events[chaosVikunjaWS]) }
 
+// signedAsStandard reports whether a delivery carries Standard Webhooks'
+// signature of its id, timestamp and body under secret (ADR-1014: what a
+// subscription that names no signature gets).
+func signedAsStandard(secret string, h http.Header, body []byte) bool {
+	k, err := webhook.ParseSecret(secret)
+	if err != nil {
+		return false
+	}
+	ts, err := strconv.ParseInt(h.Get(webhook.TimestampHeader), 10, 64)
+	if err != nil {
+		return false
+	}
+	return h.Get(webhook.StandardSignatureHeader) == k.Sign(h.Get(webhook.IDHeader), time.Unix(ts, 0), body)
+}
+
 // subscriber is the delivery target: it checks each delivery's signature,
 // takes an event the first time its Idempotency-Key comes, and answers a
 // delivery it already took with 200 and nothing more, as the key asks.
@@ -1031,8 +1046,10 @@ func (s *subscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case r.Header.Get(webhook.SignatureHeader) != webhook.Sign(s.secret, body):
-		s.bad = append(s.bad, "a delivery with a bad signature")
+	case !signedAsStandard(s.secret, r.Header, body):
+		s.bad = append(s.bad, "a delivery with a bad Standard Webhooks signature")
+	case r.Header.Get(webhook.SignatureHeader) != "":
+		s.bad = append(s.bad, "a delivery with X-Relayr-Signature, which the subscription did not ask for")
 	case json.Unmarshal(body, &e) != nil:
 		s.bad = append(s.bad, "a delivery that is not an event")
 	case r.Header.Get(webhook.IdempotencyKeyHeader) != e.ID:

@@ -323,9 +323,10 @@ type Subscription struct {
 	// webhook-signature carries both signatures until it is removed.
 	PreviousSecret Secret `toml:"previous_secret"`
 	// Signature is which signatures a delivery carries: "standard"
-	// (Standard Webhooks' headers), "relayr" (X-Relayr-Signature alone,
-	// as before ADR-1014) or "both", the default (webhook.DefaultSigning),
-	// so a receiver that checks the old header goes on taking deliveries.
+	// (Standard Webhooks' headers), the default (webhook.DefaultSigning);
+	// "both", X-Relayr-Signature beside them, for a receiver that still
+	// checks the old header; or "relayr" (X-Relayr-Signature alone, as
+	// before ADR-1014).
 	Signature string `toml:"signature"`
 	// Format is the body of what is delivered (ADR-1016): "relayr",
 	// relayr's own event JSON, the default (webhook.DefaultFormat), so an
@@ -807,8 +808,8 @@ func (c *Config) checkSubscriptions(bound map[string]bool, add func(string, ...a
 		case !f.Valid():
 			add("%s: format %s is not %q, %q or %q", where, tracker.Quote(s.Format), webhook.FormatRelayr, webhook.FormatCloudEventsStructured, webhook.FormatCloudEventsBinary)
 		}
-		// ADR-1014: both signatures unless asked, so an existing receiver
-		// checking X-Relayr-Signature is not refused a delivery.
+		// ADR-1014: Standard Webhooks alone unless asked; the old
+		// header only for a subscription that asks for it.
 		switch sig := webhook.Signing(s.Signature); {
 		case sig == "":
 			c.Subscriptions[i].Signature = string(webhook.DefaultSigning)

@@ -16,9 +16,9 @@ func withSubscriptionKeys(lines string) string {
 	return strings.Replace(good, `secret = {file = "/run/secrets/rules"}`, "secret = {env = \"RULES\"}\n"+lines, 1)
 }
 
-// A subscription signs as ADR-1014 says: both signatures unless it asks,
-// a whsec_ secret or a plain one, a previous secret beside it during a
-// rotation.
+// A subscription signs as ADR-1014 says: Standard Webhooks alone unless
+// it asks for the old header too, a whsec_ secret or a plain one, a
+// previous secret beside it during a rotation.
 func TestSubscriptionSigning(t *testing.T) {
 	whsec := webhook.NewSecret()
 	env := map[string]string{"OP": opToken, "ACME_TOKEN": acmeToken, "ACME_PLANE_KEY": "key", "ACME_PLANE_HOOK": "hook"}
@@ -39,16 +39,31 @@ func TestSubscriptionSigning(t *testing.T) {
 		return c, s, err
 	}
 
-	t.Run("AnExistingSubscriptionSignsBothWaysWithItsPlainSecret", func(t *testing.T) {
-		c, s, err := read(t, withSubscriptionKeys(""), map[string]string{"RULES": "an-old-plain-secret"})
+	t.Run("ASubscriptionThatNamesNoneSignsAsStandardWebhooks", func(t *testing.T) {
+		c, s, err := read(t, withSubscriptionKeys(""), map[string]string{"RULES": whsec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Subscriptions[0].Signature; got != string(webhook.SignBoth) {
-			t.Fatalf("signature %q, want %q by default", got, webhook.SignBoth)
+		if got := c.Subscriptions[0].Signature; got != string(webhook.SignStandard) {
+			t.Fatalf("signature %q, want %q by default", got, webhook.SignStandard)
 		}
-		if s.Subscriptions["acme/ops/rules"] != "an-old-plain-secret" || len(s.PreviousSecrets) != 0 {
+		if s.Subscriptions["acme/ops/rules"] != whsec || len(s.PreviousSecrets) != 0 {
 			t.Fatalf("secrets %+v", s)
+		}
+	})
+
+	t.Run("AnExistingSubscriptionKeepsTheOldHeaderWithItsPlainSecretWhenItAsks", func(t *testing.T) {
+		for _, sig := range []webhook.Signing{webhook.SignBoth, webhook.SignRelayr} {
+			c, s, err := read(t, withSubscriptionKeys(`signature = "`+string(sig)+`"`), map[string]string{"RULES": "an-old-plain-secret"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Subscriptions[0].Signature; got != string(sig) {
+				t.Fatalf("signature %q, want %q as asked", got, sig)
+			}
+			if s.Subscriptions["acme/ops/rules"] != "an-old-plain-secret" {
+				t.Fatalf("secrets %+v", s)
+			}
 		}
 	})
 
