@@ -39,19 +39,11 @@ func TestABurstOfCommentsIsPacedUnderTheNoteLimit(t *testing.T) {
 		for i := range issues {
 			for c := range each {
 				wg.Go(func() {
-					// A CI job retries what it was told to retry, 5 s apart.
-					for {
+					retryAsCI(start, errs, func() error {
 						_, err := r.w.Comment(context.Background(), writes.CommentParams{Tenant: "t1", Workspace: "w1", ItemKey: fmt.Sprintf("issue-%d", i),
 							Key: fmt.Sprintf("comment-%d-%d", i, c), Body: fmt.Sprintf("run %d failed again", c), Correlation: "burst"})
-						if err == nil {
-							return
-						}
-						if !writes.CodeOf(err).Retryable() || time.Since(start) > 10*time.Minute {
-							errs <- err
-							return
-						}
-						time.Sleep(5 * time.Second)
-					}
+						return err
+					})
 				})
 			}
 		}
