@@ -239,6 +239,9 @@ func text(w wireIssue) string {
 // marker on its last line, within the user's notes a minute (§2); on the
 // issue where a moved one went, as last learnt (moved.go).
 func (d *Driver) Comment(ctx context.Context, id, key, body string) (tracker.Comment, error) {
+	if err := d.learnMove(ctx, id); err != nil {
+		return tracker.Comment{}, err
+	}
 	a, err := d.do(ctx, noteCreate, trackerhttp.Request{Method: http.MethodPost, Path: d.issuePath(id) + "/notes", Body: map[string]string{"body": d.marker.Mark(escapeQuick(body), key)}})
 	if err != nil {
 		return tracker.Comment{}, err

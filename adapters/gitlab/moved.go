@@ -38,8 +38,10 @@ import (
 // any read of the original (Item, Update, the poll's Items, the sweep's
 // FetchItems), so that Comment and Comments reach the new place, and so
 // that Items reads again each followed issue, one GET each per poll: its
-// changes are not in the original project's list. A comment posted by the
-// original's id before any read learnt of the move lands on the original.
+// changes are not in the original project's list. A comment on an issue
+// this process has not read yet reads it first (learnMove), so that a
+// comment after a restart lands where the issue went, not on the closed
+// original.
 
 // maxHops bounds the moves one chain is followed through.
 const maxHops = 5
@@ -246,6 +248,24 @@ func (d *Driver) resolved(ctx context.Context, w wireIssue) (tracker.Item, error
 		return d.item(w), nil
 	}
 	return d.movedItem(w, cur, hops), nil
+}
+
+// learnMove reads the issue id, once in the process, where nothing read
+// it before: whether it was moved, and where, is then known (an issue
+// read before was followed by that read). One GET an issue a process.
+func (d *Driver) learnMove(ctx context.Context, id string) error {
+	iid, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || len(d.moves(iid)) > 0 {
+		return nil
+	}
+	d.c.mu.Lock()
+	_, read := d.c.seen[freshKey{d.project, iid}]
+	d.c.mu.Unlock()
+	if read {
+		return nil
+	}
+	_, err = d.Item(ctx, id)
+	return err
 }
 
 // issuePath is the path of the issue id answers to: where it was moved

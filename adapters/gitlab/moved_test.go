@@ -224,6 +224,29 @@ func TestAChangeToAMovedIssueIsRead(t *testing.T) {
 	if err != nil || got.Ref.Name != "infra/third#1" || got.State != tracker.Done || got.Ref.Key != "m" || got.UpdatedBy != human {
 		t.Fatalf("a fresh read %+v %v, want the third place, done by %s", got, err, human)
 	}
+
+	// A connector that learnt nothing comments by the original's id, as
+	// relayr does after a restart: the comment lands where the issue
+	// went, not on the closed original.
+	restarted, err := gitlab.NewConnector(gitlab.Config{BaseURL: em.srv.URL, Client: em.srv.Client(), Project: project, Now: em.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3, err := restarted.Driver(ctx, tracker.Credentials{Token: em.token}, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := em.e.Issue(project, iid(t, it.Ref.ID))
+	third, _ := em.e.Issue("infra/third", n2)
+	if _, err := tracker.New(d3).Comment(ctx, it.Ref.ID, "after-restart", "pipeline failed again"); err != nil {
+		t.Fatal(err)
+	}
+	origAfter, _ := em.e.Issue(project, iid(t, it.Ref.ID))
+	thirdAfter, _ := em.e.Issue("infra/third", n2)
+	if origAfter.UserNotesCount != orig.UserNotesCount || thirdAfter.UserNotesCount != third.UserNotesCount+1 {
+		t.Fatalf("the comment after a restart: original %d → %d notes, third place %d → %d; want it on the third place",
+			orig.UserNotesCount, origAfter.UserNotesCount, third.UserNotesCount, thirdAfter.UserNotesCount)
+	}
 }
 
 // An issue moved where the bot cannot read is gone, as a deletion: Item
