@@ -132,25 +132,30 @@ func TestFilingThroughTheWritePath(t *testing.T) {
 	}
 }
 
-// Three callers retrying one key at once file one issue.
+// Three callers retrying one key at once file one issue, whichever way
+// Linear answers a second create of an id.
 func TestRacingCallersFileOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRun(t, linearemu.Options{DuplicateID: linearemu.DuplicateSuccess})
-		done := make(chan error, 3)
-		for range 3 {
-			go func() {
-				_, err := r.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "t1", Workspace: "w1", Key: "race",
-					Draft: tracker.Draft{Title: "raced"}, Correlation: "race"})
-				done <- err
-			}()
-		}
-		for range 3 {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-		if n := r.e.Titles(r.team)["raced"]; n != 1 {
-			t.Fatalf("%d issues, want one", n)
-		}
-	})
+	for name, dup := range map[string]linearemu.DuplicateAnswer{"DuplicateRefused": linearemu.DuplicateError, "DuplicateAnsweredWithTheIssue": linearemu.DuplicateSuccess} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRun(t, linearemu.Options{DuplicateID: dup})
+				done := make(chan error, 3)
+				for range 3 {
+					go func() {
+						_, err := r.w.EnsureItem(context.Background(), writes.EnsureParams{Tenant: "t1", Workspace: "w1", Key: "race",
+							Draft: tracker.Draft{Title: "raced"}, Correlation: "race"})
+						done <- err
+					}()
+				}
+				for range 3 {
+					if err := <-done; err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n := r.e.Titles(r.team)["raced"]; n != 1 {
+					t.Fatalf("%d issues, want one", n)
+				}
+			})
+		})
+	}
 }
