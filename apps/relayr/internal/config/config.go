@@ -630,8 +630,15 @@ func (c *Config) checkTenants(add func(string, ...any)) map[string]*Tenant {
 			case !isEmail(cr.Email):
 				add("tenant %q: trackers.jira.email %q is not an email address such as bot@example.com", t.Name, cr.Email)
 			}
-			if cr.Team != "" && kind != linear.Kind {
+			switch {
+			case cr.Team == "":
+			case kind != linear.Kind:
 				add("tenant %q: trackers.%s.team is for linear, whose bindings file into a team", t.Name, kind)
+			default:
+				// Checked here too, where no binding takes it yet.
+				if _, err := linear.NewConnector(linear.Config{Team: cr.Team}); err != nil {
+					add("tenant %q: trackers.linear.team: %s is neither a team key (ENG) nor a team's UUID", t.Name, tracker.Quote(cr.Team))
+				}
 			}
 		}
 	}

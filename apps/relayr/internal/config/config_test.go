@@ -766,6 +766,8 @@ func TestLinearRefusals(t *testing.T) {
 		{"ATeamOnJira", withJira(good, "project = \"OPS\"\nteam = \"ENG\""), `bindings[1] (acme/support): team is for linear`},
 		{"ATenantTeamThatIsNeitherKeyNorUUID", strings.Replace(withLinear(good, ""), `key = {env = "ACME_LINEAR_KEY"}`, "key = {env = \"ACME_LINEAR_KEY\"}\nteam = \"eng team\"", 1),
 			`bindings[1] (acme/support): team: "eng team" is neither a team key (ENG) nor a team's UUID`},
+		{"ATenantTeamNoBindingTakes", strings.Replace(withLinear(good, team), `key = {env = "ACME_LINEAR_KEY"}`, "key = {env = \"ACME_LINEAR_KEY\"}\nteam = \"eng team\"", 1),
+			`tenant "acme": trackers.linear.team: "eng team" is neither a team key (ENG) nor a team's UUID`},
 		{"ATenantTeamOnGitLab", strings.Replace(withGitLab(good, "project = \"acme/ops\""), "[tenants.trackers.gitlab]", "[tenants.trackers.gitlab]\nteam = \"ENG\"", 1),
 			`tenant "acme": trackers.gitlab.team is for linear`},
 	} {
